@@ -1,0 +1,47 @@
+# pilotfish's build. `make run` serves the example mesh; `make test` runs every
+# test (it installs what it needs: Go modules are fetched by the go command).
+GO       ?= go
+TAGS     ?= vtprotobuf
+BIN      ?= bin/pilotfish
+PKGS     ?= ./...
+# Fuzz targets run for this long each in `make test` (bounded, see fuzz target).
+FUZZTIME ?= 10s
+BENCHCOUNT ?= 6
+
+.PHONY: all build run test test-unit lint fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/pilotfish
+
+run: build
+	./$(BIN) serve --config-dir examples
+
+# Every test: lint, the build without vtprotobuf (proto.Marshal fallback),
+# unit and integration tests with verify mode on, and bounded fuzzing.
+test: lint
+	$(GO) build ./...
+	PILOTFISH_VERIFY_CACHE=1 $(GO) test -tags $(TAGS) -count=1 $(PKGS)
+	$(MAKE) fuzz
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags $(TAGS) $(PKGS)
+
+# Runs each native fuzz target for FUZZTIME. The list is discovered, so a new
+# FuzzXxx is picked up without editing this file.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) $(PKGS) | tee bench.out
+
+clean:
+	rm -rf bin bench.out

@@ -1,0 +1,8 @@
+// Package bench holds pilotfish's macro benchmarks and regression gates: fixed
+// scenarios run in one process against pilotfish and against baselines built
+// on go-control-plane's caches, reported as same-run ratios.
+//
+// # Imports
+//
+// bench may import any pilotfish package; only cmd/pilotfish imports bench.
+package bench

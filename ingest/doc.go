@@ -1,0 +1,23 @@
+// Package ingest owns pilotfish's sources of configuration and their
+// decoding and validation: the file source (a watched directory of YAML and
+// JSON manifests, the embedded default) and, later, Kubernetes informers.
+//
+// Every source decodes documents into [Object]s using the real types of
+// k8s.io/api and istio.io/api, validates them with the same rules that
+// `pilotfish validate` applies, converts them into index rows and applies
+// them to the index as one batch per change.
+//
+// # Invariants
+//
+//   - Bad input never stops the source: an invalid object is reported with
+//     `file:line: Kind namespace/name: field.path: message`, every other
+//     object still applies, and the last good version of a rejected object is
+//     kept.
+//   - A change to one file re-applies only that file's objects.
+//   - ingest is the only writer of the index (it serializes Apply calls).
+//
+// # Imports
+//
+// ingest may import index only. It must not import engine, encode or serve:
+// sources know nothing about proxies or xDS.
+package ingest
