@@ -1,0 +1,38 @@
+package engine
+
+// Type URLs of the xDS resources pilotfish serves.
+const (
+	TypeCluster   = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	TypeEndpoint  = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	TypeListener  = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	TypeRoute     = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	TypeSecret    = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+	TypeNameTable = "type.googleapis.com/istio.networking.nds.v1.NameTable"
+)
+
+// Resource is one generated xDS resource, marshaled once and shared by every
+// proxy that receives it.
+type Resource struct {
+	// Name is the xDS resource name (cluster, listener, route config name...).
+	Name string
+	// Version identifies the content: equal versions mean equal bytes.
+	Version string
+	// Any is the resource encoded as a google.protobuf.Any message (fields
+	// type_url and value). It is shared: never mutate it.
+	Any []byte
+}
+
+// Push tells one connection what to resend. Pushes to the same connection
+// merge (see [Push.Merge]) while they wait.
+type Push struct {
+	// Full means any subscribed type may have changed.
+	Full bool
+	// Types lists the type URLs to resend when Full is false.
+	Types []string
+	// Endpoints, when only EDS is pushed, names the clusters whose
+	// ClusterLoadAssignments changed (the endpoint fast path); nil means all
+	// subscribed ones.
+	Endpoints []string
+	// Reason is a short label for metrics and logs ("config", "endpoint", ...).
+	Reason string
+}
