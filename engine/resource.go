@@ -23,7 +23,7 @@ type Resource struct {
 }
 
 // Push tells one connection what to resend. Pushes to the same connection
-// merge (see [Push.Merge]) while they wait.
+// merge while they wait.
 type Push struct {
 	// Full means any subscribed type may have changed.
 	Full bool
