@@ -1,0 +1,65 @@
+package index
+
+// ConfigKind enumerates the Istio config kinds the index holds.
+type ConfigKind uint8
+
+const (
+	ConfigVirtualService ConfigKind = iota
+	ConfigDestinationRule
+	ConfigGateway
+	ConfigSidecar
+	ConfigServiceEntry
+	ConfigWorkloadEntry
+	ConfigAuthorizationPolicy
+	ConfigPeerAuthentication
+	ConfigRequestAuthentication
+	numConfigKinds
+)
+
+// NumConfigKinds is the number of config kinds.
+const NumConfigKinds = int(numConfigKinds)
+
+var configKindNames = [...]string{
+	"VirtualService", "DestinationRule", "Gateway", "Sidecar", "ServiceEntry",
+	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication",
+}
+
+func (k ConfigKind) String() string {
+	if int(k) < len(configKindNames) {
+		return configKindNames[k]
+	}
+	return "Unknown"
+}
+
+// ConfigKey is the primary key of a config object within its kind's table.
+type ConfigKey struct {
+	Namespace Sym
+	Name      Sym
+}
+
+func (k ConfigKey) shard() uint64 { return mix64(uint64(k.Namespace)<<32 | uint64(k.Name)) }
+
+// Config is one Istio config object. The index does not interpret the spec
+// (it imports no Istio types); ingest extracts the fields the secondary
+// indexes need (Hosts, Selector) when it builds the row.
+type Config struct {
+	Kind ConfigKind
+	Key  ConfigKey
+	// Spec is the istio.io/api spec message. It is shared and immutable.
+	Spec any
+	// Hosts are the hosts the object applies to (VirtualService and
+	// DestinationRule hosts, Gateway server hosts, ServiceEntry hosts), as
+	// written, for the by-host index.
+	Hosts []Sym
+	// Selector is the workload selector (0 with HasSelector false: none).
+	Selector    LabelSetID
+	HasSelector bool
+	Labels      LabelSetID
+	ExportTo    ExportTo
+	Generation  int64
+	// Source is where the object came from, e.g. "examples/vs.yaml:12".
+	Source Sym
+	// Hash is supplied by the caller: the content hash of the whole object
+	// (the index cannot hash a spec it does not interpret).
+	Hash uint64
+}

@@ -1,0 +1,134 @@
+package index
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// Health is an endpoint's health as EDS reports it.
+type Health uint8
+
+const (
+	HealthHealthy Health = iota
+	HealthUnhealthy
+	HealthDraining // terminating but still serving
+)
+
+// TLSMode is the value of the endpoint's `security.istio.io/tlsMode` label,
+// which EDS passes on as `istio` transport socket match metadata.
+type TLSMode uint8
+
+const (
+	TLSModeDisabled TLSMode = iota
+	TLSModeIstio
+)
+
+// Endpoint is one backend address of a service. It is 48 bytes; ports live
+// in the [EndpointGroup] it belongs to, and labels are an interned set, so
+// the per-endpoint heap stays small at 100,000 endpoints.
+type Endpoint struct {
+	Addr netip.Addr
+	// Workload names the Pod or WorkloadEntry behind the endpoint (in the
+	// group's namespace), 0 when unknown.
+	Workload       Sym
+	Labels         LabelSetID
+	ServiceAccount Sym
+	Locality       Sym // "region/zone/subzone"
+	Network        Sym
+	Weight         uint16 // 0 means the default (1)
+	Health         Health
+	TLSMode        TLSMode
+}
+
+// EndpointPort maps a service port name to the endpoint's port number.
+type EndpointPort struct {
+	Name     Sym
+	Port     uint32
+	Protocol Protocol
+}
+
+// EndpointGroup is the set of endpoints one source contributes to a service:
+// one EndpointSlice, a ServiceEntry's inline endpoints, or the workload entries
+// a ServiceEntry selects. Endpoints of a group share their ports.
+type EndpointGroup struct {
+	// Source names the contributing object, e.g. the EndpointSlice's name.
+	Source    Sym
+	Ports     []EndpointPort
+	Endpoints []Endpoint
+	Hash      uint64
+}
+
+func (g *EndpointGroup) computeHash() uint64 {
+	h := newHasher()
+	h.sym(g.Source)
+	h.u32(uint32(len(g.Ports)))
+	for _, p := range g.Ports {
+		h.sym(p.Name)
+		h.u32(p.Port)
+		h.u32(uint32(p.Protocol))
+	}
+	h.u32(uint32(len(g.Endpoints)))
+	for i := range g.Endpoints {
+		e := &g.Endpoints[i]
+		h.addr(e.Addr)
+		h.sym(e.Workload)
+		h.u32(uint32(e.Labels))
+		h.sym(e.ServiceAccount)
+		h.sym(e.Locality)
+		h.sym(e.Network)
+		h.u32(uint32(e.Weight))
+		h.u32(uint32(e.Health))
+		h.u32(uint32(e.TLSMode))
+	}
+	return h.sum()
+}
+
+// EndpointShard holds every endpoint of one service, grouped by source and
+// sorted by source. It is the unit of the endpoint fast path: a change to one
+// EndpointSlice replaces one shard and leaves every other table untouched.
+// A shard may exist before (or without) its service.
+type EndpointShard struct {
+	Service ServiceKey
+	Groups  []EndpointGroup // sorted by Source
+	Hash    uint64          // combines the groups' hashes
+}
+
+// Len returns the number of endpoints in the shard.
+func (s *EndpointShard) Len() int {
+	n := 0
+	for i := range s.Groups {
+		n += len(s.Groups[i].Endpoints)
+	}
+	return n
+}
+
+// with returns a copy of s with group g put (replacing the group of the same
+// source), or removed when g has no endpoints and no ports.
+func (s *EndpointShard) with(svc ServiceKey, g EndpointGroup, remove bool) *EndpointShard {
+	var groups []EndpointGroup
+	if s != nil {
+		groups = s.Groups
+	}
+	i, found := slices.BinarySearchFunc(groups, g.Source, func(x EndpointGroup, src Sym) int {
+		return int(x.Source) - int(src)
+	})
+	var next []EndpointGroup
+	switch {
+	case remove && !found:
+		return s
+	case remove:
+		next = slices.Delete(slices.Clone(groups), i, i+1)
+	case found:
+		next = slices.Clone(groups)
+		next[i] = g
+	default:
+		next = slices.Insert(slices.Clone(groups), i, g)
+	}
+	out := &EndpointShard{Service: svc, Groups: next}
+	var h uint64
+	for i := range next {
+		h = combineHash(h, next[i].Hash)
+	}
+	out.Hash = h
+	return out
+}

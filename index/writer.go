@@ -1,0 +1,407 @@
+package index
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// selectedSource is the endpoint group a ServiceEntry's workloadSelector
+// contributes (the WorkloadEntries and Pods it selects).
+const selectedSource = "(workloadSelector)"
+
+// Writer is the single writer of the index. Apply serializes itself; every
+// other method is safe for concurrent use.
+type Writer struct {
+	mu          sync.Mutex // serializes Apply and guards subscribers
+	cur         atomic.Pointer[Snapshot]
+	syms        *Symbols
+	labels      *LabelSets
+	subscribers []func(*Snapshot, *ChangeSet) // guarded by mu
+}
+
+// NewWriter returns a writer whose current snapshot is empty (version 0).
+func NewWriter() *Writer {
+	w := &Writer{syms: NewSymbols(), labels: NewLabelSets()}
+	w.cur.Store(&Snapshot{Symbols: w.syms, Labels: w.labels})
+	return w
+}
+
+// Symbols returns the symbol table shared by all snapshots.
+func (w *Writer) Symbols() *Symbols { return w.syms }
+
+// Labels returns the label-set table shared by all snapshots.
+func (w *Writer) Labels() *LabelSets { return w.labels }
+
+// Snapshot returns the current snapshot: an atomic load, no lock.
+func (w *Writer) Snapshot() *Snapshot { return w.cur.Load() }
+
+// Subscribe registers fn to be called, on the writer's goroutine and in
+// order, after each non-empty snapshot is published. fn must not block: hand
+// the change set to a queue.
+func (w *Writer) Subscribe(fn func(*Snapshot, *ChangeSet)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.subscribers = append(w.subscribers, fn)
+}
+
+// Apply builds the next snapshot from the current one and the batch,
+// publishes it, and returns what changed. A batch that changes nothing
+// publishes nothing and returns an empty change set.
+func (w *Writer) Apply(b *Batch) *ChangeSet {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev := w.cur.Load()
+	checkPublished(prev)
+	a := newApplier(w, prev)
+	a.apply(b)
+	next, cs := a.finish()
+	if cs.Empty() {
+		return cs
+	}
+	sealPublished(next)
+	w.cur.Store(next)
+	for _, fn := range w.subscribers {
+		fn(next, cs)
+	}
+	return cs
+}
+
+// applier holds the transactions of one Apply.
+type applier struct {
+	w          *Writer
+	prev       *Snapshot
+	services   *tableTxn[ServiceKey, Service]
+	workloads  *tableTxn[WorkloadKey, Workload]
+	namespaces *tableTxn[symKey, Namespace]
+	configs    [NumConfigKinds]*tableTxn[ConfigKey, Config]
+	endpoints  *pmapTxn[ServiceKey, *EndpointShard]
+	refs       *pmapTxn[WorkloadKey, []ServiceKey]
+	cs         ChangeSet
+	// shardsChanged collects services whose shard changed, with repeats.
+	shardsChanged []ServiceKey
+	selected      Sym
+}
+
+func newApplier(w *Writer, prev *Snapshot) *applier {
+	a := &applier{
+		w:          w,
+		prev:       prev,
+		services:   prev.services.txn(serviceSpec),
+		workloads:  prev.workloads.txn(workloadSpec),
+		namespaces: prev.namespaces.txn(namespaceSpec),
+		endpoints:  prev.endpoints.txn(),
+		refs:       prev.workloadRefs.txn(),
+		selected:   w.syms.Intern(selectedSource),
+	}
+	for k := range a.configs {
+		a.configs[k] = prev.configs[k].txn(configSpec)
+	}
+	return a
+}
+
+func (a *applier) apply(b *Batch) {
+	for _, op := range b.namespaces {
+		if op.delete {
+			a.namespaces.delete(symKey(op.row.Name))
+		} else {
+			a.namespaces.put(op.row)
+		}
+	}
+	var workloadsChanged []WorkloadKey
+	for _, op := range b.workloads {
+		var changed bool
+		if op.delete {
+			_, changed = a.workloads.delete(op.row.Key)
+		} else {
+			_, changed = a.workloads.put(op.row)
+		}
+		if changed {
+			workloadsChanged = append(workloadsChanged, op.row.Key)
+		}
+	}
+	var selectorServices []ServiceKey
+	for _, op := range b.services {
+		if op.delete {
+			if old, _, ok := a.services.get(op.row.Key); ok && old.HasSelector {
+				selectorServices = append(selectorServices, op.row.Key)
+			}
+			a.services.delete(op.row.Key)
+			continue
+		}
+		if _, changed := a.services.put(op.row); changed && op.row.HasSelector && op.row.Origin == OriginServiceEntry {
+			selectorServices = append(selectorServices, op.row.Key)
+		}
+	}
+	for _, op := range b.configs {
+		t := a.configs[op.row.Kind]
+		if op.delete {
+			t.delete(op.row.Key)
+		} else {
+			t.put(op.row)
+		}
+	}
+	for _, op := range b.endpoints {
+		a.putGroup(op.service, op.group, op.delete)
+	}
+	// Joins: endpoints that reference changed workloads, and ServiceEntries
+	// whose selected workloads may have changed.
+	for _, wk := range workloadsChanged {
+		refs, _ := a.refs.Get(wk)
+		for _, svc := range dedupSorted(slices.Clone(refs)) {
+			a.reresolve(svc, wk.Name)
+		}
+		selectorServices = append(selectorServices, a.selectorServicesIn(wk.Namespace)...)
+	}
+	for _, svc := range dedupSorted(selectorServices) {
+		a.reselect(svc)
+	}
+}
+
+// putGroup replaces (or removes) one source's endpoints in a service's shard,
+// resolving workload references and keeping workloadRefs current.
+func (a *applier) putGroup(svc ServiceKey, g EndpointGroup, remove bool) {
+	old, _ := a.endpoints.Get(svc)
+	var oldGroup *EndpointGroup
+	if old != nil {
+		if i, ok := slices.BinarySearchFunc(old.Groups, g.Source, func(x EndpointGroup, s Sym) int { return cmp.Compare(x.Source, s) }); ok {
+			oldGroup = &old.Groups[i]
+		}
+	}
+	if !remove {
+		g.Endpoints = slices.Clone(g.Endpoints)
+		a.resolve(svc.Namespace, g.Endpoints)
+		g.Hash = g.computeHash()
+		if oldGroup != nil && oldGroup.Hash == g.Hash {
+			return
+		}
+	} else if oldGroup == nil {
+		return
+	}
+	if oldGroup != nil {
+		for _, e := range oldGroup.Endpoints {
+			if e.Workload != 0 {
+				a.unref(e.Workload, svc)
+			}
+		}
+	}
+	if !remove {
+		for _, e := range g.Endpoints {
+			if e.Workload != 0 {
+				a.ref(e.Workload, svc)
+			}
+		}
+	}
+	next := old.with(svc, g, remove)
+	if len(next.Groups) == 0 {
+		a.endpoints.Delete(svc)
+	} else {
+		a.endpoints.Set(svc, next)
+	}
+	a.shardsChanged = append(a.shardsChanged, svc)
+}
+
+// resolve fills endpoint attributes owned by their workload (a Pod, else a
+// WorkloadEntry, in ns).
+func (a *applier) resolve(ns Sym, eps []Endpoint) {
+	for i := range eps {
+		e := &eps[i]
+		if e.Workload == 0 {
+			continue
+		}
+		w, _, ok := a.workloads.get(WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: e.Workload})
+		if !ok {
+			w, _, ok = a.workloads.get(WorkloadKey{Kind: WorkloadEntry, Namespace: ns, Name: e.Workload})
+		}
+		if !ok {
+			continue
+		}
+		e.Labels = w.Labels
+		e.ServiceAccount = w.ServiceAccount
+		e.TLSMode = w.TLSMode
+		if w.Network != 0 {
+			e.Network = w.Network
+		}
+		if e.Locality == 0 {
+			e.Locality = w.Locality
+		}
+	}
+}
+
+// reresolve re-applies a shard's groups that reference workload name.
+func (a *applier) reresolve(svc ServiceKey, name Sym) {
+	sh, _ := a.endpoints.Get(svc)
+	if sh == nil {
+		return
+	}
+	for _, g := range sh.Groups {
+		if slices.ContainsFunc(g.Endpoints, func(e Endpoint) bool { return e.Workload == name }) {
+			a.putGroup(svc, g, false)
+		}
+	}
+}
+
+func (a *applier) ref(w Sym, svc ServiceKey) {
+	for _, kind := range [...]WorkloadKind{WorkloadPod, WorkloadEntry} {
+		k := WorkloadKey{Kind: kind, Namespace: svc.Namespace, Name: w}
+		cur, _ := a.refs.Get(k)
+		a.refs.Set(k, append(slices.Clip(cur), svc))
+	}
+}
+
+func (a *applier) unref(w Sym, svc ServiceKey) {
+	for _, kind := range [...]WorkloadKind{WorkloadPod, WorkloadEntry} {
+		k := WorkloadKey{Kind: kind, Namespace: svc.Namespace, Name: w}
+		cur, _ := a.refs.Get(k)
+		if i := slices.Index(cur, svc); i >= 0 {
+			next := slices.Delete(slices.Clone(cur), i, i+1)
+			if len(next) == 0 {
+				a.refs.Delete(k)
+			} else {
+				a.refs.Set(k, next)
+			}
+		}
+	}
+}
+
+// selectorServicesIn returns the ServiceEntries with a workload selector in ns.
+func (a *applier) selectorServicesIn(ns Sym) []ServiceKey {
+	var out []ServiceKey
+	base := a.prev.services.byIndex(indexPos(serviceSpec.indexes, ServicesByNamespace), uint64(ns))
+	seen := map[ServiceKey]bool{}
+	check := func(s *Service) {
+		if s != nil && s.HasSelector && s.Origin == OriginServiceEntry && !seen[s.Key] {
+			seen[s.Key] = true
+			out = append(out, s.Key)
+		}
+	}
+	for _, id := range base {
+		if id < a.services.next {
+			if sl := a.services.rows.v.At(id); sl.live {
+				check(&sl.row)
+			}
+		}
+	}
+	// Services added in this batch are not in the base index yet.
+	for _, id := range a.services.changed {
+		if sl := a.services.rows.v.At(id); sl.live && sl.row.Key.Namespace == ns {
+			check(&sl.row)
+		}
+	}
+	return out
+}
+
+// reselect recomputes the endpoint group a ServiceEntry's workload selector
+// contributes: every WorkloadEntry and Pod of its namespace that matches.
+func (a *applier) reselect(svc ServiceKey) {
+	s, _, ok := a.services.get(svc)
+	if !ok || !s.HasSelector || s.Origin != OriginServiceEntry {
+		a.putGroup(svc, EndpointGroup{Source: a.selected}, true)
+		return
+	}
+	var eps []Endpoint
+	var ports []EndpointPort
+	for _, id := range a.workloadIDsIn(svc.Namespace) {
+		w := &a.workloads.rows.v.At(id).row
+		if !a.w.labels.Matches(s.Selector, w.Labels) {
+			continue
+		}
+		eps = append(eps, Endpoint{Addr: w.Addr, Workload: w.Key.Name, Locality: w.Locality})
+		if len(w.Ports) > 0 && ports == nil {
+			ports = w.Ports
+		}
+	}
+	if len(eps) == 0 {
+		a.putGroup(svc, EndpointGroup{Source: a.selected}, true)
+		return
+	}
+	slices.SortFunc(eps, func(x, y Endpoint) int { return x.Addr.Compare(y.Addr) })
+	a.putGroup(svc, EndpointGroup{Source: a.selected, Ports: ports, Endpoints: eps}, false)
+}
+
+// workloadIDsIn returns the live workload IDs of ns as of this batch.
+func (a *applier) workloadIDsIn(ns Sym) []uint32 {
+	var out []uint32
+	for _, id := range a.prev.workloads.byIndex(indexPos(workloadSpec.indexes, WorkloadsByNamespace), uint64(ns)) {
+		if sl := a.workloads.rows.v.At(id); sl.live && sl.row.Key.Namespace == ns {
+			out = append(out, id)
+		}
+	}
+	for _, id := range a.workloads.changed {
+		if sl := a.workloads.rows.v.At(id); sl.live && sl.row.Key.Namespace == ns {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// finish commits every transaction into the next snapshot and the change set.
+func (a *applier) finish() (*Snapshot, *ChangeSet) {
+	next := &Snapshot{
+		Version: a.prev.Version + 1,
+		Symbols: a.w.syms,
+		Labels:  a.w.labels,
+	}
+	cs := &a.cs
+	cs.Version = next.Version
+	cs.Namespaces = changedKeys(a.namespaces, func(n *Namespace) symKey { return symKey(n.Name) }, &a.prev.namespaces, func(k symKey) Sym { return Sym(k) })
+	cs.Workloads = changedKeys(a.workloads, func(w *Workload) WorkloadKey { return w.Key }, &a.prev.workloads, func(k WorkloadKey) WorkloadKey { return k })
+	cs.Services = changedKeys(a.services, func(s *Service) ServiceKey { return s.Key }, &a.prev.services, func(k ServiceKey) ServiceKey { return k })
+	for k := range a.configs {
+		cs.Configs[k] = changedKeys(a.configs[k], func(c *Config) ConfigKey { return c.Key }, &a.prev.configs[k], func(k ConfigKey) ConfigKey { return k })
+	}
+	for _, k := range dedupSorted(a.shardsChanged) {
+		before, _ := a.prev.endpoints.Get(k)
+		after, _ := a.endpoints.Get(k)
+		if (before == nil) != (after == nil) || (before != nil && before.Hash != after.Hash) {
+			cs.Endpoints = append(cs.Endpoints, k)
+		}
+	}
+	next.namespaces = a.namespaces.commit()
+	next.workloads = a.workloads.commit()
+	next.services = a.services.commit()
+	for k := range a.configs {
+		next.configs[k] = a.configs[k].commit()
+	}
+	next.endpoints = a.endpoints.commit()
+	next.workloadRefs = a.refs.commit()
+	return next, cs
+}
+
+// changedKeys maps a transaction's changed IDs to sorted, unique keys whose
+// row really differs from the previous snapshot's (a row put and deleted, or
+// changed and changed back, within one batch is no change).
+func changedKeys[K keyer, R any, O interface {
+	comparable
+	ordered[O]
+}](x *tableTxn[K, R], key func(*R) K, prev *table[K, R], out func(K) O) []O {
+	if len(x.changed) == 0 {
+		return nil
+	}
+	seen := make(map[K]struct{}, len(x.changed))
+	res := make([]O, 0, len(x.changed))
+	add := func(k K) {
+		if _, ok := seen[k]; ok {
+			return
+		}
+		seen[k] = struct{}{}
+		before, _, had := prev.get(k)
+		after, _, has := x.get(k)
+		if had != has || (had && *x.spec.getHash(before) != *x.spec.getHash(after)) {
+			res = append(res, out(k))
+		}
+	}
+	for _, id := range x.changed {
+		if sl := x.rows.v.At(id); sl.live {
+			add(key(&sl.row))
+		}
+		if id < prev.next {
+			if sl := prev.rows.At(id); sl.live {
+				add(key(&sl.row))
+			}
+		}
+	}
+	return dedupSorted(res)
+}
