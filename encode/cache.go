@@ -1,0 +1,191 @@
+package encode
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/puzpuzpuz/xsync/v4"
+	"google.golang.org/protobuf/proto"
+)
+
+// Kind is the type of a cached resource, or of a part a container is
+// assembled from (a virtual host, a filter chain).
+type Kind uint8
+
+const (
+	KindCluster Kind = iota
+	KindEndpoint
+	KindListener
+	KindRoute
+	KindSecret
+	KindNameTable
+	KindVirtualHost
+	KindFilterChain
+	numKinds
+)
+
+var kindNames = [...]string{"cluster", "endpoint", "listener", "route", "secret", "nametable", "virtualhost", "filterchain"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Entry is one cached resource: marshaled once, shared by every proxy whose
+// key matches. Entries are immutable once stored.
+type Entry struct {
+	Name string
+	// Version is the key hash in hex: equal keys give equal content, so it
+	// names the content.
+	Version string
+	// Bytes is the resource encoded as google.protobuf.Any for whole
+	// resources, or the bare message encoding for parts (see Cache.Part).
+	Bytes []byte
+	// lastUsed is the cache epoch of the last hit, for Sweep.
+	lastUsed atomic.Uint64
+}
+
+type cacheKey struct {
+	kind Kind
+	hash uint64
+}
+
+// Cache holds pre-marshaled resources under their key hashes. Gets are
+// lock-free; concurrent misses of one key may both generate (the results are
+// identical by construction and one wins), which is cheaper than a lock on
+// the hot path.
+type Cache struct {
+	m      *xsync.Map[cacheKey, *Entry]
+	epoch  atomic.Uint64
+	verify bool
+	stats  [numKinds]kindStats
+}
+
+type kindStats struct {
+	hits, misses atomic.Uint64
+}
+
+// NewCache returns an empty cache. With PILOTFISH_VERIFY_CACHE=1 in the
+// environment every hit regenerates the resource and panics if it differs
+// from the cached one: a key that does not capture all of its generator's
+// inputs is a bug that verify mode turns into a crash in tests.
+func NewCache() *Cache {
+	v, _ := strconv.ParseBool(os.Getenv("PILOTFISH_VERIFY_CACHE"))
+	return &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
+}
+
+// SetVerify turns verify mode on or off.
+func (c *Cache) SetVerify(on bool) { c.verify = on }
+
+// Key is implemented by every generator key.
+type Key interface {
+	Hash() uint64
+}
+
+// Resource returns the cached Any-encoded resource for k, generating and
+// marshaling it with gen on a miss. gen returns the resource's name and
+// message; it must be a pure function of k.
+func Resource[K Key](c *Cache, kind Kind, typeURL string, k K, gen func(K) (string, proto.Message)) (*Entry, error) {
+	return c.get(kind, k.Hash(), func() (string, []byte, error) {
+		name, msg := gen(k)
+		b, err := AppendAny(nil, typeURL, msg)
+		return name, b, err
+	}, func(b []byte) proto.Message { return anyPayload(b, gen, k) })
+}
+
+// Part returns the cached bare encoding of a message that containers embed
+// as a repeated field (a VirtualHost in a RouteConfiguration, a FilterChain
+// in a Listener): protobuf encodes a repeated field as the concatenation of
+// its elements, so a container is assembled from cached parts.
+func Part[K Key](c *Cache, kind Kind, k K, gen func(K) (string, proto.Message)) (*Entry, error) {
+	return c.get(kind, k.Hash(), func() (string, []byte, error) {
+		name, msg := gen(k)
+		b, err := marshalBare(msg)
+		return name, b, err
+	}, func(b []byte) proto.Message { return barePayload(b, gen, k) })
+}
+
+func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), decode func([]byte) proto.Message) (*Entry, error) {
+	ck := cacheKey{kind: kind, hash: h}
+	epoch := c.epoch.Load()
+	if e, ok := c.m.Load(ck); ok {
+		c.stats[kind].hits.Add(1)
+		if e.lastUsed.Load() != epoch {
+			e.lastUsed.Store(epoch)
+		}
+		if c.verify {
+			c.verifyHit(kind, e, build, decode)
+		}
+		return e, nil
+	}
+	c.stats[kind].misses.Add(1)
+	name, b, err := build()
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", kind, name, err)
+	}
+	e := &Entry{Name: name, Version: strconv.FormatUint(h, 16), Bytes: b}
+	e.lastUsed.Store(epoch)
+	actual, _ := c.m.LoadOrStore(ck, e)
+	return actual, nil
+}
+
+// verifyHit regenerates a cached entry and panics when the new encoding
+// differs in content. Bytes may differ where the marshaler iterates a map
+// (google.protobuf.Struct), so a byte mismatch is settled by proto.Equal.
+func (c *Cache) verifyHit(kind Kind, e *Entry, build func() (string, []byte, error), decode func([]byte) proto.Message) {
+	name, b, err := build()
+	if err != nil {
+		panic(fmt.Sprintf("encode: verify: regenerating %s %s failed: %v", kind, e.Name, err))
+	}
+	if name == e.Name && string(b) == string(e.Bytes) {
+		return
+	}
+	if name == e.Name && proto.Equal(decode(b), decode(e.Bytes)) {
+		return
+	}
+	panic(fmt.Sprintf("encode: verify: cached %s %q (key %s) differs from a fresh generation %q: its key misses an input", kind, e.Name, e.Version, name))
+}
+
+// NextEpoch starts a new epoch; entries not used since an older epoch can be
+// swept. The engine advances it once per push cycle.
+func (c *Cache) NextEpoch() uint64 { return c.epoch.Add(1) }
+
+// Sweep drops entries last used before epoch and returns how many. Stale
+// generations become unreachable when their inputs change (the key hash
+// changes); Sweep reclaims them without a global lock.
+func (c *Cache) Sweep(before uint64) int {
+	n := 0
+	c.m.Range(func(k cacheKey, e *Entry) bool {
+		if e.lastUsed.Load() < before {
+			c.m.Delete(k)
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// Stats is a snapshot of the cache's counters for one kind.
+type Stats struct {
+	Kind    string
+	Entries int
+	Bytes   int
+	Hits    uint64
+	Misses  uint64
+}
+
+// Stats returns per-kind counters, for /debug/cachez and metrics.
+func (c *Cache) Stats() []Stats {
+	out := make([]Stats, numKinds)
+	for k := range out {
+		out[k] = Stats{Kind: Kind(k).String(), Hits: c.stats[k].hits.Load(), Misses: c.stats[k].misses.Load()}
+	}
+	c.m.Range(func(k cacheKey, e *Entry) bool {
+		out[k.kind].Entries++
+		out[k.kind].Bytes += len(e.Bytes)
+		return true
+	})
+	return out
+}
+
+// Len returns the number of cached entries.
+func (c *Cache) Len() int { return c.m.Size() }

@@ -1,0 +1,102 @@
+package encode
+
+import "time"
+
+// ProxyType is the kind of xDS client.
+type ProxyType uint8
+
+const (
+	// ProxySidecar is an Envoy sidecar (`sidecar~...` node IDs).
+	ProxySidecar ProxyType = iota
+	// ProxyRouter is an Envoy gateway (`router~...` node IDs).
+	ProxyRouter
+	// ProxyGRPC is a proxyless gRPC client or server (node metadata
+	// GENERATOR=grpc, as istio-agent sets it).
+	ProxyGRPC
+)
+
+func (t ProxyType) String() string {
+	switch t {
+	case ProxyRouter:
+		return "router"
+	case ProxyGRPC:
+		return "grpc"
+	default:
+		return "sidecar"
+	}
+}
+
+// ProxyClass is the part of a proxy that generators may depend on. Proxies
+// of equal class share every generated resource, so it holds as little as
+// istiod's output actually varies by: never a proxy's ID or IP.
+type ProxyClass struct {
+	Type ProxyType
+	// Namespace is the proxy's namespace (DNS search domains, scoping).
+	Namespace string
+	// IstioVersion is the proxy's major.minor Istio version ("1.31"), for
+	// features that depend on it; "" when unknown.
+	IstioVersion string
+	ClusterID    string
+	Network      string
+	// Locality is "region/zone/subzone"; EDS uses it for locality-aware
+	// priorities when outlier detection is set.
+	Locality string
+	// IPv6 is set for proxies with only IPv6 addresses (wildcard listeners
+	// bind "::").
+	IPv6 bool
+}
+
+// Hash feeds every field of the class.
+func (p *ProxyClass) hashInto(h *Hasher) {
+	h.U32(uint32(p.Type))
+	h.Str(p.Namespace)
+	h.Str(p.IstioVersion)
+	h.Str(p.ClusterID)
+	h.Str(p.Network)
+	h.Str(p.Locality)
+	h.Bool(p.IPv6)
+}
+
+// Mesh holds mesh-wide settings (istiod's MeshConfig subset pilotfish
+// honours). One value is shared by all keys built from one configuration;
+// it is immutable.
+type Mesh struct {
+	// DomainSuffix is the cluster DNS domain ("cluster.local").
+	DomainSuffix string
+	// TrustDomain is the SPIFFE trust domain ("cluster.local").
+	TrustDomain string
+	// RootNamespace holds mesh-wide config ("istio-system").
+	RootNamespace string
+	// ConnectTimeout is the default cluster connect timeout (10s).
+	ConnectTimeout time.Duration
+	// OutboundAllowAny: outboundTrafficPolicy ALLOW_ANY (the default) sends
+	// unknown destinations to PassthroughCluster instead of BlackHoleCluster.
+	OutboundAllowAny bool
+	// EnableAutoMTLS: use ISTIO_MUTUAL to endpoints labelled tlsMode=istio
+	// when no DestinationRule sets TLS (the default).
+	EnableAutoMTLS bool
+	// ProtocolDetectionTimeout for sniffed ports (istiod: 0, disabled).
+	ProtocolDetectionTimeout time.Duration
+}
+
+// DefaultMesh returns istiod's defaults.
+func DefaultMesh() *Mesh {
+	return &Mesh{
+		DomainSuffix:     "cluster.local",
+		TrustDomain:      "cluster.local",
+		RootNamespace:    "istio-system",
+		ConnectTimeout:   10 * time.Second,
+		OutboundAllowAny: true,
+		EnableAutoMTLS:   true,
+	}
+}
+
+func (m *Mesh) hashInto(h *Hasher) {
+	h.Str(m.DomainSuffix)
+	h.Str(m.TrustDomain)
+	h.Str(m.RootNamespace)
+	h.U64(uint64(m.ConnectTimeout))
+	h.Bool(m.OutboundAllowAny)
+	h.Bool(m.EnableAutoMTLS)
+	h.U64(uint64(m.ProtocolDetectionTimeout))
+}
