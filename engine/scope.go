@@ -22,6 +22,21 @@ type Scope struct {
 	// ByHost maps a hostname to the visible service that wins for it: the
 	// one in the proxy's namespace, else the oldest (lowest ID) exported one.
 	ByHost map[index.Sym]index.ServiceID
+	// Instances are the service ports the proxy itself backs (its inbound
+	// side), found by the proxy's IP or workload; empty for routers and for
+	// proxies no service selects. Sorted by port number.
+	Instances []Instance
+}
+
+// Instance is one service port a proxy backs.
+type Instance struct {
+	Service *index.Service
+	Port    index.Port
+	// TargetPort is the port the workload listens on (the endpoint's port
+	// for this service port).
+	TargetPort uint32
+	// Endpoint is the proxy's own endpoint row in the service's shard.
+	Endpoint index.Endpoint
 }
 
 // NewScope computes the scope of class in snap.
