@@ -23,11 +23,14 @@ const (
 	TLSModeIstio
 )
 
-// Endpoint is one backend address of a service. It is 48 bytes; ports live
+// Endpoint is one backend address of a service. It is 56 bytes; ports live
 // in the [EndpointGroup] it belongs to, and labels are an interned set, so
 // the per-endpoint heap stays small at 100,000 endpoints.
 type Endpoint struct {
-	Addr netip.Addr
+	// Addr is the endpoint's IP; invalid when Hostname is set instead (a
+	// DNS-resolved ServiceEntry endpoint).
+	Addr     netip.Addr
+	Hostname Sym
 	// Workload names the Pod or WorkloadEntry behind the endpoint (in the
 	// group's namespace), 0 when unknown.
 	Workload       Sym
@@ -71,6 +74,7 @@ func (g *EndpointGroup) computeHash() uint64 {
 	for i := range g.Endpoints {
 		e := &g.Endpoints[i]
 		h.addr(e.Addr)
+		h.sym(e.Hostname)
 		h.sym(e.Workload)
 		h.u32(uint32(e.Labels))
 		h.sym(e.ServiceAccount)

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func TestEndpointResolvesWorkload(t *testing.T) {
@@ -197,5 +198,12 @@ func TestZeroAllocReads(t *testing.T) {
 				t.Fatalf("%s allocates %.1f times per call, budget 0", tc.name, a)
 			}
 		})
+	}
+}
+
+func TestEndpointSize(t *testing.T) {
+	// The per-endpoint heap budget (< 100 bytes) starts with the row.
+	if got := unsafe.Sizeof(Endpoint{}); got > 56 {
+		t.Fatalf("Endpoint is %d bytes, budget 56", got)
 	}
 }
