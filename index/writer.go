@@ -367,6 +367,10 @@ func (a *applier) finish() (*Snapshot, *ChangeSet) {
 	}
 	next.endpoints = a.endpoints.commit()
 	next.workloadRefs = a.refs.commit()
+	next.ConfigVersion = a.prev.ConfigVersion
+	if !cs.EndpointsOnly() {
+		next.ConfigVersion = next.Version
+	}
 	return next, cs
 }
 
