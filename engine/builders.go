@@ -1,0 +1,4 @@
+package engine
+
+// builders maps each served type URL to its generator (build_*.go).
+var builders = map[string]builder{}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// changeAccumulator merges change sets between pushes. The index writer
+// adds to it (without blocking); the engine's run loop drains it.
+type changeAccumulator struct {
+	mu      sync.Mutex
+	pending pendingChanges // guarded by mu
+	wake    chan struct{}  // cap 1
+}
+
+// pendingChanges is what happened since the last push.
+type pendingChanges struct {
+	// full: something other than endpoints changed.
+	full bool
+	// instances: services or workloads changed, so proxies' own service
+	// instances (and thus their classes) may have changed.
+	instances bool
+	endpoints map[index.ServiceKey]struct{}
+	first     time.Time
+	last      time.Time
+	events    int
+}
+
+func (a *changeAccumulator) init() { a.wake = make(chan struct{}, 1) }
+
+func (a *changeAccumulator) add(_ *index.Snapshot, cs *index.ChangeSet) {
+	now := time.Now()
+	a.mu.Lock()
+	p := &a.pending
+	if p.events == 0 {
+		p.first = now
+	}
+	p.last = now
+	p.events++
+	if !cs.EndpointsOnly() {
+		p.full = true
+	}
+	if len(cs.Services) > 0 || len(cs.Workloads) > 0 {
+		p.instances = true
+	}
+	if len(cs.Endpoints) > 0 {
+		if p.endpoints == nil {
+			p.endpoints = make(map[index.ServiceKey]struct{}, len(cs.Endpoints))
+		}
+		for _, k := range cs.Endpoints {
+			p.endpoints[k] = struct{}{}
+		}
+	}
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// peek returns the times and kind of what is pending without taking it.
+func (a *changeAccumulator) peek() (events int, first, last time.Time, full bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending.events, a.pending.first, a.pending.last, a.pending.full
+}
+
+func (a *changeAccumulator) take() pendingChanges {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.pending
+	a.pending = pendingChanges{}
+	return p
+}

@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// Conn is one connected proxy stream. It implements serve's Session: serve
+// calls its methods from the stream's loop goroutine; the engine enqueues
+// pushes from its own goroutine.
+type Conn struct {
+	e     *Engine
+	id    string // "POD.NAMESPACE-N": unique per stream
+	node  *Node
+	class *class
+	// pending is signalled (without blocking) when push becomes non-empty.
+	pending chan struct{}
+
+	mu        sync.Mutex // guards the fields below
+	push      Push       // merged pending push
+	hasPush   bool
+	queuedAt  time.Time // when the pending push was first queued
+	inFlight  bool      // holds a throttle slot
+	closed    bool
+	edsNames  map[index.ServiceKey]struct{} // gRPC: services of named EDS subscriptions
+	sync      map[string]*typeSync          // type URL → last sent and acked versions
+	connected time.Time
+}
+
+// typeSync is the per-type sync status shown by /debug/syncz.
+type typeSync struct {
+	Sent, Acked, Nacked string
+	NackMessage         string
+	SentAt, AckedAt     time.Time
+}
+
+// ID names the proxy in logs and metrics.
+func (c *Conn) ID() string { return c.id }
+
+// Node returns what the proxy said about itself.
+func (c *Conn) Node() *Node { return c.node }
+
+// Pending is signalled when a push is queued for this proxy.
+func (c *Conn) Pending() <-chan struct{} { return c.pending }
+
+// TakePush returns and clears the merged pending push.
+func (c *Conn) TakePush() (Push, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.hasPush {
+		return Push{}, false
+	}
+	p := c.push
+	c.push, c.hasPush = Push{}, false
+	if !c.queuedAt.IsZero() {
+		c.e.metrics.QueueTime(time.Since(c.queuedAt))
+	}
+	return p, true
+}
+
+// PushDone tells the engine serve has sent everything for the last push; it
+// frees the connection's throttle slot.
+func (c *Conn) PushDone() {
+	c.mu.Lock()
+	held := c.inFlight
+	c.inFlight = false
+	c.mu.Unlock()
+	if held {
+		c.e.queue.release()
+	}
+}
+
+// enqueue merges p into the pending push and signals the stream. It reports
+// whether the connection was idle (not already waiting), so the caller can
+// hand it to the throttled queue once.
+func (c *Conn) enqueue(p Push) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	if c.hasPush {
+		c.push = c.push.Merge(p)
+		return false
+	}
+	c.push, c.hasPush = p, true
+	c.queuedAt = time.Now()
+	return true
+}
+
+// signal wakes the stream; the queue calls it when the connection's turn
+// comes, with a throttle slot held.
+func (c *Conn) signal() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.e.queue.release()
+		return
+	}
+	if c.inFlight {
+		// Still holding a slot from an earlier push: give this one back.
+		c.mu.Unlock()
+		c.e.queue.release()
+	} else {
+		c.inFlight = true
+		c.mu.Unlock()
+	}
+	select {
+	case c.pending <- struct{}{}:
+	default:
+	}
+}
+
+// Generate appends the resources of typeURL for this proxy to dst.
+func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+	sc := c.class.scope(c.e)
+	if typeURL == TypeEndpoint && !wildcard && c.node.Type == encode.ProxyGRPC {
+		c.noteEDSNames(sc.Snapshot, names)
+	}
+	return c.e.generate(sc, typeURL, names, wildcard, dst)
+}
+
+// noteEDSNames records which services a named-subscription client (gRPC)
+// watches, so the endpoint fast path can find it.
+func (c *Conn) noteEDSNames(snap *index.Snapshot, names []string) {
+	set := make(map[index.ServiceKey]struct{}, len(names))
+	for _, n := range names {
+		if k, ok := serviceOfCluster(snap, n); ok {
+			set[k] = struct{}{}
+		}
+	}
+	c.mu.Lock()
+	c.edsNames = set
+	c.mu.Unlock()
+}
+
+// watchesService reports whether a named-subscription client watches svc.
+func (c *Conn) watchesService(svc index.ServiceKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.edsNames[svc]
+	return ok
+}
+
+// Acked records that the proxy accepted version of typeURL.
+func (c *Conn) Acked(typeURL, version string) {
+	now := time.Now()
+	c.mu.Lock()
+	s := c.syncFor(typeURL)
+	s.Acked, s.AckedAt = version, now
+	sentAt := s.SentAt
+	c.mu.Unlock()
+	if !sentAt.IsZero() {
+		c.e.metrics.Converged(typeURL, now.Sub(sentAt))
+	}
+}
+
+// Nacked records that the proxy rejected version of typeURL.
+func (c *Conn) Nacked(typeURL, version, message string) {
+	c.mu.Lock()
+	s := c.syncFor(typeURL)
+	s.Nacked, s.NackMessage = version, message
+	c.mu.Unlock()
+	c.e.metrics.Rejected(typeURL)
+	c.e.log.Warn("proxy rejected config", "proxy", c.id, "type", typeURL, "version", version, "error", message)
+}
+
+// Sent records what serve sent; serve calls it after each response.
+func (c *Conn) Sent(typeURL, version string) {
+	c.mu.Lock()
+	s := c.syncFor(typeURL)
+	s.Sent, s.SentAt = version, time.Now()
+	c.mu.Unlock()
+}
+
+func (c *Conn) syncFor(typeURL string) *typeSync {
+	if c.sync == nil {
+		c.sync = map[string]*typeSync{}
+	}
+	s := c.sync[typeURL]
+	if s == nil {
+		s = &typeSync{}
+		c.sync[typeURL] = s
+	}
+	return s
+}
+
+// Close unregisters the connection.
+func (c *Conn) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	held := c.inFlight
+	c.inFlight = false
+	c.mu.Unlock()
+	if held {
+		c.e.queue.release()
+	}
+	c.e.disconnect(c)
+}

@@ -1,0 +1,224 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// Options configure the engine. Zero values take istiod's defaults.
+type Options struct {
+	// DebounceAfter: wait this long without new changes before pushing
+	// (PILOT_DEBOUNCE_AFTER, 100ms).
+	DebounceAfter time.Duration
+	// DebounceMax: push at the latest this long after the first change
+	// (PILOT_DEBOUNCE_MAX, 10s).
+	DebounceMax time.Duration
+	// DisableEDSDebounce pushes endpoint-only changes without debouncing
+	// (PILOT_ENABLE_EDS_DEBOUNCE=false).
+	DisableEDSDebounce bool
+	// PushThrottle is how many connections may be pushed to concurrently
+	// (PILOT_PUSH_THROTTLE, 100).
+	PushThrottle int
+	Mesh         *encode.Mesh
+	Logger       *slog.Logger
+	Metrics      Metrics
+	// Cache lets tests share or inspect the bytes cache; nil makes one.
+	Cache *encode.Cache
+}
+
+// Index is the engine's read-only view of the index.
+type Index interface {
+	Snapshot() *index.Snapshot
+	Subscribe(func(*index.Snapshot, *index.ChangeSet))
+}
+
+// Engine owns connected proxies and decides what to push to whom.
+type Engine struct {
+	opts    Options
+	idx     Index
+	mesh    *encode.Mesh
+	cache   *encode.Cache
+	log     *slog.Logger
+	metrics Metrics
+	queue   *pushQueue
+	nextID  atomic.Uint64
+
+	mu      sync.Mutex          // guards classes, conns, closing
+	classes map[classKey]*class // guarded by mu
+	conns   map[*Conn]struct{}  // guarded by mu
+	closing bool                // guarded by mu
+
+	changes changeAccumulator
+}
+
+// New returns an engine reading idx. Call Run to start pushing.
+func New(idx Index, opts Options) *Engine {
+	if opts.DebounceAfter <= 0 {
+		opts.DebounceAfter = 100 * time.Millisecond
+	}
+	if opts.DebounceMax <= 0 {
+		opts.DebounceMax = 10 * time.Second
+	}
+	if opts.Mesh == nil {
+		opts.Mesh = encode.DefaultMesh()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = nopMetrics{}
+	}
+	if opts.Cache == nil {
+		opts.Cache = encode.NewCache()
+	}
+	e := &Engine{
+		opts:    opts,
+		idx:     idx,
+		mesh:    opts.Mesh,
+		cache:   opts.Cache,
+		log:     opts.Logger.With("component", "engine"),
+		metrics: opts.Metrics,
+		queue:   newPushQueue(opts.PushThrottle),
+		classes: map[classKey]*class{},
+		conns:   map[*Conn]struct{}{},
+	}
+	e.changes.init()
+	idx.Subscribe(e.changes.add)
+	return e
+}
+
+// Cache returns the engine's bytes cache.
+func (e *Engine) Cache() *encode.Cache { return e.cache }
+
+// Snapshot returns the index snapshot the engine serves.
+func (e *Engine) Snapshot() *index.Snapshot { return e.idx.Snapshot() }
+
+// Connect registers a proxy for a new stream.
+func (e *Engine) Connect(ctx context.Context, n *corev3.Node, peer string) (*Conn, error) {
+	node, err := ParseNode(n)
+	if err != nil {
+		return nil, err
+	}
+	snap := e.idx.Snapshot()
+	key := classKey{class: node.Class(), instances: instancesKey(snap, computeInstances(snap, node))}
+	c := &Conn{
+		e:         e,
+		id:        node.ID + "-" + strconv.FormatUint(e.nextID.Add(1), 10),
+		node:      node,
+		pending:   make(chan struct{}, 1),
+		connected: time.Now(),
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return nil, ErrShuttingDown
+	}
+	c.class = e.classLocked(key, node)
+	c.class.conns[c] = struct{}{}
+	e.conns[c] = struct{}{}
+	e.metrics.Proxies(len(e.conns))
+	e.log.Debug("proxy connected", "proxy", c.id, "peer", peer, "type", node.Type.String(), "namespace", node.Namespace)
+	return c, nil
+}
+
+func (e *Engine) classLocked(key classKey, node *Node) *class {
+	cl := e.classes[key]
+	if cl == nil {
+		cl = &class{key: key, conns: map[*Conn]struct{}{}, node: node}
+		e.classes[key] = cl
+	}
+	return cl
+}
+
+func (e *Engine) disconnect(c *Conn) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.conns, c)
+	delete(c.class.conns, c)
+	if len(c.class.conns) == 0 {
+		delete(e.classes, c.class.key)
+	}
+	e.metrics.Proxies(len(e.conns))
+}
+
+// Conns returns the connected proxies, for debug endpoints.
+func (e *Engine) Conns() []*Conn {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*Conn, 0, len(e.conns))
+	for c := range e.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// NumClasses returns the number of distinct proxy classes connected.
+func (e *Engine) NumClasses() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.classes)
+}
+
+// generate dispatches to the generator of typeURL.
+func (e *Engine) generate(sc *Scope, typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+	b, ok := builders[typeURL]
+	if !ok {
+		return dst, fmt.Errorf("%w: %s", ErrUnknownType, typeURL)
+	}
+	return b(sc, e.mesh, e.cache, names, wildcard, dst)
+}
+
+// builder is the signature of the per-type generators in build_*.go.
+type builder func(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error)
+
+// classKey groups proxies that get identical config.
+type classKey struct {
+	class     encode.ProxyClass
+	instances string
+}
+
+// class is a group of connected proxies with identical config inputs. Its
+// scope is computed once per snapshot and shared by all of them.
+type class struct {
+	key   classKey
+	node  *Node              // a representative node (identity fields are equal across the class)
+	conns map[*Conn]struct{} // guarded by Engine.mu
+	mu    sync.Mutex         // serializes scope rebuilds
+	sc    atomic.Pointer[Scope]
+}
+
+// scope returns the class's scope in the current snapshot.
+func (cl *class) scope(e *Engine) *Scope {
+	snap := e.idx.Snapshot()
+	if s := cl.sc.Load(); s != nil && s.Snapshot == snap {
+		return s
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if s := cl.sc.Load(); s != nil && s.Snapshot == snap {
+		return s
+	}
+	prev := cl.sc.Load()
+	var s *Scope
+	if prev != nil && prev.Snapshot.ConfigVersion == snap.ConfigVersion {
+		// Only endpoints changed: the visible services are the same rows.
+		cp := *prev
+		cp.Snapshot = snap
+		s = &cp
+	} else {
+		s = NewScope(snap, &cl.key.class)
+		s.Instances = computeInstances(snap, cl.node)
+	}
+	cl.sc.Store(s)
+	return s
+}

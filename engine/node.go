@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+)
+
+// Node is what the engine learns about a proxy from its first request, in
+// istiod's conventions: the node ID `TYPE~IP~POD.NAMESPACE~NAMESPACE.svc.DOMAIN`
+// and istio-agent's metadata (NAMESPACE, LABELS, ISTIO_VERSION, CLUSTER_ID,
+// NETWORK, GENERATOR, INSTANCE_IPS).
+type Node struct {
+	// ID is istiod's proxy ID: "POD.NAMESPACE".
+	ID        string
+	Type      encode.ProxyType
+	IPs       []netip.Addr
+	Namespace string
+	// Labels are the workload's labels (metadata LABELS).
+	Labels       map[string]string
+	IstioVersion string
+	ClusterID    string
+	Network      string
+	Locality     string
+	// PodName is the part of the ID before the namespace.
+	PodName string
+}
+
+// ParseNode reads a proxy's identity from its Node. Errors wrap ErrBadNode
+// and name the offending part.
+func ParseNode(n *corev3.Node) (*Node, error) {
+	if n == nil || n.Id == "" {
+		return nil, fmt.Errorf("%w: empty node id", ErrBadNode)
+	}
+	parts := strings.Split(n.Id, "~")
+	if len(parts) != 4 {
+		return nil, fmt.Errorf("%w: node id %q is not TYPE~IP~ID~DOMAIN", ErrBadNode, n.Id)
+	}
+	out := &Node{ID: parts[2]}
+	switch parts[0] {
+	case "sidecar":
+		out.Type = encode.ProxySidecar
+	case "router":
+		out.Type = encode.ProxyRouter
+	default:
+		return nil, fmt.Errorf("%w: node id %q: unknown proxy type %q (want sidecar or router)", ErrBadNode, n.Id, parts[0])
+	}
+	md := n.GetMetadata().GetFields()
+	if str(md, "GENERATOR") == "grpc" {
+		out.Type = encode.ProxyGRPC
+	}
+	for _, s := range strings.Split(parts[1], ",") {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out.IPs = append(out.IPs, a)
+		}
+	}
+	for _, s := range strings.Split(str(md, "INSTANCE_IPS"), ",") {
+		if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil && !slices.Contains(out.IPs, a) {
+			out.IPs = append(out.IPs, a)
+		}
+	}
+	if len(out.IPs) == 0 {
+		return nil, fmt.Errorf("%w: node id %q: no valid IP address", ErrBadNode, n.Id)
+	}
+	out.Namespace = str(md, "NAMESPACE")
+	if out.Namespace == "" {
+		// istiod's fallback: the namespace is the ID's part after the first dot.
+		if i := strings.IndexByte(out.ID, '.'); i >= 0 {
+			out.Namespace = out.ID[i+1:]
+		}
+	}
+	if out.Namespace == "" {
+		return nil, fmt.Errorf("%w: node id %q: no namespace (set metadata NAMESPACE or use POD.NAMESPACE)", ErrBadNode, n.Id)
+	}
+	out.PodName = strings.TrimSuffix(out.ID, "."+out.Namespace)
+	if l := md["LABELS"].GetStructValue(); l != nil {
+		out.Labels = make(map[string]string, len(l.Fields))
+		for k, v := range l.Fields {
+			out.Labels[k] = v.GetStringValue()
+		}
+	}
+	out.IstioVersion = majorMinor(str(md, "ISTIO_VERSION"))
+	out.ClusterID = str(md, "CLUSTER_ID")
+	out.Network = str(md, "NETWORK")
+	if loc := n.GetLocality(); loc != nil && (loc.Region != "" || loc.Zone != "" || loc.SubZone != "") {
+		out.Locality = loc.Region + "/" + loc.Zone + "/" + loc.SubZone
+	}
+	return out, nil
+}
+
+func str(md map[string]*structpb.Value, k string) string { return md[k].GetStringValue() }
+
+// majorMinor trims "1.31.0-dev" to "1.31".
+func majorMinor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// Class returns the proxy class of the node: what generated config depends on.
+func (n *Node) Class() encode.ProxyClass {
+	c := encode.ProxyClass{
+		Type:         n.Type,
+		Namespace:    n.Namespace,
+		IstioVersion: n.IstioVersion,
+		ClusterID:    n.ClusterID,
+		Network:      n.Network,
+		Locality:     n.Locality,
+	}
+	c.IPv6 = true
+	for _, ip := range n.IPs {
+		if ip.Is4() {
+			c.IPv6 = false
+		}
+	}
+	return c
+}
