@@ -202,7 +202,7 @@ status: {loadBalancer: 7}
 schema.yaml:7: VirtualService default/reviews: spec.Hosts: unknown field (did you mean "hosts"?)
 schema.yaml:12: VirtualService default/reviews: spec.http[0].route[0].weight: must be a whole number, not "fifty"
 schema.yaml:13: VirtualService default/reviews: spec.http[0].timeout: must be a duration string such as "5s" or "1m30s", not a number (5)
-schema.yaml:15: VirtualService default/reviews: spec.http[0].match[0].uri.prefix: only one of exact, prefix, regex may be set, and "exact" is already
+schema.yaml:15: VirtualService default/reviews: spec.http[0].match[0].uri.prefix: cannot be set together with "exact": set only one of exact, prefix, regex
 schema.yaml:16: VirtualService default/reviews: spec.tcp: must be a list, not an object
 schema.yaml:23: Service default/svc: spec.ports[0].port: must be a number, not a string ("80")
 schema.yaml:24: Service default/svc: spec.ports[0].targetPort: must be a number or a string, not a list

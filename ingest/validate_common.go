@@ -102,7 +102,11 @@ func hostError(h string) string {
 	}
 	first, rest, hasRest := strings.Cut(h, ".")
 	if len(first) > 63 || !wildcardLabelRE.MatchString(first) {
-		return "label " + strconv.Quote(first) + " is not a valid DNS label (a wildcard may only lead the first label)"
+		msg := "label " + strconv.Quote(first) + " is not a valid DNS label"
+		if strings.Contains(first, "*") {
+			msg += " (a wildcard may only lead the first label)"
+		}
+		return msg
 	}
 	if hasRest {
 		return labelsError(rest)

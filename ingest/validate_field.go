@@ -64,7 +64,11 @@ func (p *fieldPath) String() string {
 			b.WriteByte(']')
 		case stepKey:
 			b.WriteByte('[')
-			b.WriteString(s.name)
+			if s.name == "" || strings.ContainsAny(s.name, "[]") {
+				b.WriteString(strconv.Quote(s.name))
+			} else {
+				b.WriteString(s.name)
+			}
 			b.WriteByte(']')
 		}
 	}

@@ -66,7 +66,11 @@ func (v *validator) serviceEntry(p *fieldPath, se *networking.ServiceEntry) {
 	// SNI), so several hosts need resolution NONE.
 	if res != networking.ServiceEntry_NONE && len(se.GetHosts()) > 1 {
 		for i, port := range se.GetPorts() {
-			if proto := parseProtocol(port.GetProtocol()); !isHTTPProtocol(proto) && !isTLSProtocol(proto) {
+			proto := parseProtocol(port.GetProtocol())
+			if port.GetProtocol() != "" && proto == "" {
+				continue // unknown: reported above
+			}
+			if !isHTTPProtocol(proto) && !isTLSProtocol(proto) {
 				v.errorf(p.f("ports").i(i).f("protocol"), "a ServiceEntry with several hosts needs HTTP or TLS ports unless resolution is NONE (protocol %q)", port.GetProtocol())
 				break
 			}
@@ -90,7 +94,7 @@ func (v *validator) serviceEntryResolution(p *fieldPath, se *networking.ServiceE
 	case networking.ServiceEntry_DNS, networking.ServiceEntry_DNS_ROUND_ROBIN:
 		if len(eps) == 0 {
 			for i, h := range se.GetHosts() {
-				if msg := fqdnError(h); msg != "" {
+				if msg := fqdnError(h); msg != "" && h != "*" && hostError(h) == "" {
 					v.errorf(p.f("hosts").i(i), "with resolution %s and no endpoints, hosts must be resolvable names (%s)", res, msg)
 					break
 				}

@@ -65,7 +65,7 @@ func (s *schema) protoMessage(md protoreflect.MessageDescriptor, v any, p *field
 		set[fd.FullName()] = key
 		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
 			if prev, dup := set[od.FullName()]; dup {
-				s.fail(fp, "only one of %s may be set, and %q is already", oneofNames(od), prev)
+				s.fail(fp, "cannot be set together with %q: set only one of %s", prev, oneofNames(od))
 				continue
 			}
 			set[od.FullName()] = key

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -36,10 +37,12 @@ func (s *schema) goValue(t reflect.Type, v any, p *fieldPath) {
 		}
 		return
 	case timeType:
-		if _, ok := v.(string); !ok {
+		if str, ok := v.(string); !ok {
 			s.fail(p, "must be an RFC 3339 timestamp string, not %s", describe(v))
-			return
+		} else if _, err := time.Parse(time.RFC3339, str); err != nil {
+			s.fail(p, "invalid RFC 3339 timestamp %q", str)
 		}
+		return
 	}
 	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
 		b, err := json.Marshal(v)
