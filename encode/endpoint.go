@@ -1,0 +1,352 @@
+package encode
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// EndpointsKey holds every input of [ClusterLoadAssignment]. Proxy-specific
+// inputs (Locality) are set only when they change the output, so that
+// proxies of every locality share one encoding otherwise.
+type EndpointsKey struct {
+	// ClusterName is the requested cluster name, echoed as the CLA's name.
+	ClusterName string
+	Syms        *index.Symbols
+	Labels      *index.LabelSets
+	// Service is nil when the cluster names no visible service: the CLA is
+	// then empty, as istiod sends it.
+	Service *index.Service
+	// Shard holds the service's endpoints (nil: none).
+	Shard *index.EndpointShard
+	// Port is the service port of the cluster.
+	Port index.Port
+	// Subset and SubsetLabels: the DestinationRule subset and its interned
+	// labels (0: every endpoint).
+	Subset       string
+	SubsetLabels index.LabelSetID
+	// MTLSDisabled drops the tlsMode transport-socket-match metadata: the
+	// DestinationRule sets a TLS mode other than ISTIO_MUTUAL for this
+	// port/subset, or PeerAuthentication disables mTLS for the service.
+	MTLSDisabled bool
+	// SendUnhealthy includes unhealthy endpoints (as UNHEALTHY), istiod's
+	// default unless outlier detection sets minHealthPercent > 0.
+	SendUnhealthy bool
+	// Failover: outlier detection is on for the cluster, so endpoints get
+	// priorities by locality relative to the proxy.
+	Failover bool
+	// Locality is the proxy's "region/zone/subzone", set only when Failover
+	// or a locality distribution applies.
+	Locality string
+	// LocalityDR is the DestinationRule whose localityLbSetting applies to
+	// this port/subset (nil: the mesh default, enabled with no rules).
+	LocalityDR *index.Config
+	// ClusterID is the endpoints' cluster (istiod's "Kubernetes" by
+	// default), reported in the istio workload metadata.
+	ClusterID string
+}
+
+// Hash feeds every field of the key (0 allocations).
+func (k *EndpointsKey) Hash() uint64 {
+	h := NewHasher("endpoints")
+	h.Str(k.ClusterName)
+	clHashService(&h, k.Service)
+	clHashShard(&h, k.Shard)
+	clHashPort(&h, k.Port)
+	h.Str(k.Subset)
+	h.U32(uint32(k.SubsetLabels))
+	h.Bool(k.MTLSDisabled)
+	h.Bool(k.SendUnhealthy)
+	h.Bool(k.Failover)
+	h.Str(k.Locality)
+	clHashConfig(&h, k.LocalityDR)
+	h.Str(k.ClusterID)
+	return h.Sum()
+}
+
+// ClusterLoadAssignment builds the EDS resource k describes (istiod's
+// EndpointBuilder.BuildClusterLoadAssignment). It is a pure function of k.
+func ClusterLoadAssignment(k *EndpointsKey) (string, proto.Message) {
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: k.ClusterName}
+	svc := k.Service
+	if svc == nil || k.Shard == nil || svc.PortByNumber(k.Port.Number) == nil ||
+		svc.Resolution == index.ResolutionDNS || svc.Resolution == index.ResolutionDNSRoundRobin {
+		// DNS clusters carry their endpoints inline; istiod answers EDS for
+		// them (a resolution change in flight) with an empty assignment.
+		return k.ClusterName, cla
+	}
+	cla.Endpoints = epBuildLocalities(&epInput{
+		syms: k.Syms, labels: k.Labels, svc: svc, shard: k.Shard, port: k.Port,
+		subsetLabels: k.SubsetLabels, mtlsDisabled: k.MTLSDisabled, sendUnhealthy: k.SendUnhealthy,
+		clusterID: k.ClusterID,
+	})
+	if len(cla.Endpoints) == 0 {
+		return k.ClusterName, cla
+	}
+	var lb *networking.LoadBalancerSettings
+	if dr := clDestinationRule(k.LocalityDR); dr != nil {
+		var subset *networking.Subset
+		if k.Subset != "" {
+			subset = clFindSubset(dr, k.Subset)
+		}
+		lb = clResolvePolicy(dr, k.Port.Number, subset).loadBalancer
+	}
+	if setting, ok := epEffectiveLocalityLB(lb); ok {
+		epApplyLocalityLB(cla.Endpoints, k.Locality, setting, k.Failover)
+	}
+	return k.ClusterName, cla
+}
+
+// epInput is what endpoint conversion reads, shared by EDS and the
+// inline load assignments of DNS clusters.
+type epInput struct {
+	syms          *index.Symbols
+	labels        *index.LabelSets
+	svc           *index.Service
+	shard         *index.EndpointShard
+	port          index.Port
+	subsetLabels  index.LabelSetID
+	mtlsDisabled  bool
+	sendUnhealthy bool
+	clusterID     string
+	// hostnames keeps endpoints addressed by hostname (DNS clusters).
+	hostnames bool
+}
+
+type epCandidate struct {
+	ep       *index.Endpoint
+	port     uint32
+	locality string
+	addr     string
+	workload string
+}
+
+// epEndpointPort maps the service port to the port of a group's endpoints:
+// by port name (Kubernetes EndpointSlices, WorkloadEntry ports), else for
+// ServiceEntries the targetPort or the port number. ok is false when the
+// group does not serve the port.
+func epEndpointPort(svc *index.Service, g *index.EndpointGroup, p index.Port) (uint32, bool) {
+	for _, gp := range g.Ports {
+		if gp.Name == p.Name {
+			return gp.Port, true
+		}
+	}
+	if svc.Origin == index.OriginKubernetes {
+		return 0, false
+	}
+	if p.TargetPort != 0 {
+		return p.TargetPort, true
+	}
+	return p.Number, true
+}
+
+// epBuildLocalities converts the shard's endpoints of one port (and
+// subset) into locality groups: localities sorted by name, endpoints by
+// address, weights summed per locality.
+func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
+	var cands []epCandidate
+	seOffset := 0
+	svcName := ""
+	if in.svc.Origin == index.OriginServiceEntry && in.svc.Name != 0 {
+		svcName = in.syms.String(in.svc.Name)
+	}
+	for gi := range in.shard.Groups {
+		g := &in.shard.Groups[gi]
+		port, ok := epEndpointPort(in.svc, g, in.port)
+		// Inline ServiceEntry endpoints are named NAME-INDEX as istiod does.
+		inline := svcName != "" && epIsInlineGroup(in.syms.String(g.Source), svcName)
+		base := seOffset
+		if inline {
+			seOffset += len(g.Endpoints)
+		}
+		if !ok {
+			continue
+		}
+		for i := range g.Endpoints {
+			e := &g.Endpoints[i]
+			if e.Health == index.HealthDraining || (e.Health == index.HealthUnhealthy && !in.sendUnhealthy) {
+				continue
+			}
+			if in.subsetLabels != 0 && !in.labels.Matches(in.subsetLabels, e.Labels) {
+				continue
+			}
+			var addr string
+			switch {
+			case e.Addr.IsValid():
+				addr = e.Addr.String()
+			case e.Hostname != 0 && in.hostnames:
+				addr = in.syms.String(e.Hostname)
+			default:
+				continue
+			}
+			var wl string
+			switch {
+			case e.Workload != 0:
+				wl = in.syms.String(e.Workload)
+			case inline:
+				wl = svcName + "-" + strconv.Itoa(base+i)
+			}
+			cands = append(cands, epCandidate{ep: e, port: port, locality: in.syms.String(e.Locality), addr: addr, workload: wl})
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(cands, func(a, b epCandidate) int {
+		if c := cmp.Compare(a.locality, b.locality); c != 0 {
+			return c
+		}
+		if a.ep.Addr.IsValid() && b.ep.Addr.IsValid() {
+			if c := a.ep.Addr.Compare(b.ep.Addr); c != 0 {
+				return c
+			}
+		} else if c := cmp.Compare(a.addr, b.addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.port, b.port)
+	})
+	ns := in.syms.String(in.svc.Key.Namespace)
+	var out []*endpointv3.LocalityLbEndpoints
+	var cur *endpointv3.LocalityLbEndpoints
+	curLoc := ""
+	for i := range cands {
+		c := &cands[i]
+		if cur == nil || c.locality != curLoc {
+			cur = &endpointv3.LocalityLbEndpoints{Locality: epParseLocality(c.locality), LoadBalancingWeight: clU32(0)}
+			curLoc = c.locality
+			out = append(out, cur)
+		}
+		w := uint32(c.ep.Weight)
+		if w == 0 {
+			w = 1
+		}
+		lbe := &endpointv3.LbEndpoint{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+					Address:       c.addr,
+					PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: c.port},
+				}}},
+			}},
+			HealthStatus:        epHealth(in.svc, c.ep),
+			Metadata:            epMetadata(in, c, ns),
+			LoadBalancingWeight: clU32(w),
+		}
+		cur.LbEndpoints = append(cur.LbEndpoints, lbe)
+		if sum := cur.LoadBalancingWeight.Value + w; sum >= cur.LoadBalancingWeight.Value {
+			cur.LoadBalancingWeight.Value = sum
+		} else {
+			cur.LoadBalancingWeight.Value = 1<<32 - 1 // istiod saturates on overflow
+		}
+	}
+	return out
+}
+
+func epIsInlineGroup(source, seName string) bool {
+	if source == seName {
+		return true
+	}
+	return len(source) > len(seName) && source[:len(seName)] == seName && source[len(seName)] == '#'
+}
+
+// epHealth: Kubernetes endpoints report HEALTHY; ServiceEntry
+// endpoints carry no health (UNKNOWN), as in istiod's output.
+func epHealth(svc *index.Service, e *index.Endpoint) corev3.HealthStatus {
+	switch e.Health {
+	case index.HealthUnhealthy:
+		return corev3.HealthStatus_UNHEALTHY
+	case index.HealthDraining:
+		return corev3.HealthStatus_DRAINING
+	}
+	if svc.Origin == index.OriginKubernetes {
+		return corev3.HealthStatus_HEALTHY
+	}
+	return corev3.HealthStatus_UNKNOWN
+}
+
+// epMetadata is istiod's AppendLbEndpointMetadata: the tlsMode
+// transport socket match, and the compressed telemetry label
+// "workload;namespace;canonical-name;canonical-revision;cluster".
+func epMetadata(in *epInput, c *epCandidate, ns string) *corev3.Metadata {
+	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{}}
+	if c.ep.TLSMode == index.TLSModeIstio && !in.mtlsDisabled {
+		md.FilterMetadata["envoy.transport_socket_match"] = &structpb.Struct{Fields: map[string]*structpb.Value{
+			"tlsMode": clStructString("istio"),
+		}}
+	}
+	wl := epWorkloadName(in.syms, in.labels, c.ep.Labels, c.workload)
+	name, rev := epCanonicalService(in.syms, in.labels, c.ep.Labels, wl)
+	if rev == "latest" {
+		rev = ""
+	}
+	md.FilterMetadata["istio"] = &structpb.Struct{Fields: map[string]*structpb.Value{
+		"workload": clStructString(wl + ";" + ns + ";" + name + ";" + rev + ";" + in.clusterID),
+	}}
+	return md
+}
+
+// ApplyDestinationRule sets the fields of k that a DestinationRule decides
+// for k.Port and k.Subset (istiod's EndpointBuilder): MTLSDisabled,
+// SendUnhealthy, Failover and LocalityDR, and Locality (from
+// proxyLocality) only when failover or a locality distribution applies.
+// peerMTLSDisabled is PeerAuthentication's verdict for the service; a TLS
+// mode in the rule overrides it. dr may be nil. It allocates nothing.
+func (k *EndpointsKey) ApplyDestinationRule(dr *index.Config, proxyLocality string, peerMTLSDisabled bool) {
+	spec := clDestinationRule(dr)
+	var subset *networking.Subset
+	if k.Subset != "" {
+		subset = clFindSubset(spec, k.Subset)
+	}
+	p := clResolvePolicy(spec, k.Port.Number, subset)
+	if mode, ok := epTLSMode(spec, k.Port.Number, subset); ok {
+		k.MTLSDisabled = mode != networking.ClientTLSSettings_ISTIO_MUTUAL
+	} else {
+		k.MTLSDisabled = peerMTLSDisabled
+	}
+	k.SendUnhealthy = p.outlierDetection.GetMinHealthPercent() <= 0
+	k.Failover = p.outlierDetection != nil
+	k.LocalityDR = nil
+	if p.loadBalancer.GetLocalityLbSetting() != nil {
+		k.LocalityDR = dr
+	}
+	k.Locality = ""
+	if setting, ok := epEffectiveLocalityLB(p.loadBalancer); ok && (k.Failover || setting.GetDistribute() != nil) {
+		k.Locality = proxyLocality
+	}
+}
+
+// epTLSMode is istiod's tlsModeForDestinationRule: the subset's TLS mode
+// (its port-level setting first), else the rule's (port-level first).
+func epTLSMode(dr *networking.DestinationRule, port uint32, subset *networking.Subset) (networking.ClientTLSSettings_TLSmode, bool) {
+	if dr == nil {
+		return 0, false
+	}
+	if subset != nil {
+		if m, ok := epPolicyTLSMode(subset.GetTrafficPolicy(), port); ok {
+			return m, true
+		}
+	}
+	return epPolicyTLSMode(dr.GetTrafficPolicy(), port)
+}
+
+func epPolicyTLSMode(tp *networking.TrafficPolicy, port uint32) (networking.ClientTLSSettings_TLSmode, bool) {
+	if tp == nil {
+		return 0, false
+	}
+	for _, ps := range tp.GetPortLevelSettings() {
+		if ps.GetPort().GetNumber() == port && ps.Tls != nil {
+			return ps.Tls.Mode, true
+		}
+	}
+	if tp.Tls != nil {
+		return tp.Tls.Mode, true
+	}
+	return 0, false
+}
