@@ -1,0 +1,345 @@
+package encode
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcher "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+)
+
+// Names istiod gives the pieces of outbound HTTP routing.
+const (
+	defaultRouteName   = "default"
+	meshGatewayName    = "mesh"
+	passthroughCluster = "PassthroughCluster"
+	blackholeCluster   = "BlackHoleCluster"
+	faultFilterName    = "envoy.filters.http.fault"
+	corsFilterName     = "envoy.filters.http.cors"
+)
+
+// rtNoTimeout is istiod's "no timeout" (0s), shared read-only.
+var rtNoTimeout = durationpb.New(0)
+
+// defaultOutboundRoute is istiod's route for a service no VirtualService
+// routes (BuildDefaultHTTPOutboundRoute): everything to the service's
+// cluster, no timeout, the default retry policy.
+func defaultOutboundRoute(cluster, host string, port uint32) *route.Route {
+	return &route.Route{
+		Name:  defaultRouteName,
+		Match: &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},
+		Action: &route.Route_Route{Route: &route.RouteAction{
+			ClusterSpecifier: &route.RouteAction_Cluster{Cluster: cluster},
+			Timeout:          rtNoTimeout,
+			RetryPolicy:      rtDefaultRetryPolicy,
+			MaxGrpcTimeout:   rtNoTimeout,
+		}},
+		Decorator: &route.Decorator{Operation: host + ":" + strconv.FormatUint(uint64(port), 10) + "/*"},
+	}
+}
+
+// routeCtx translates one VirtualService's HTTP routes for one virtual host.
+type routeCtx struct {
+	k    *VirtualHostKey
+	vs   *networking.VirtualService
+	meta *core.Metadata
+}
+
+// virtualServiceRoutes is istiod's BuildHTTPRoutesForVirtualService for a
+// sidecar (gateway "mesh"): one route per match, stopping after the first
+// catch-all.
+func (rc *routeCtx) virtualServiceRoutes() []*route.Route {
+	var out []*route.Route
+	for _, in := range rc.vs.GetHttp() {
+		if in.GetDelegate() != nil {
+			// Delegation is resolved by merging VirtualServices, which
+			// pilotfish does not do yet: the delegating route is dropped.
+			continue
+		}
+		catchall := false
+		if len(in.GetMatch()) == 0 {
+			if r := rc.translate(in, nil); r != nil {
+				out = append(out, r)
+			}
+			catchall = true
+		} else {
+			for _, m := range in.GetMatch() {
+				if r := rc.translate(in, m); r != nil {
+					out = append(out, r)
+					if rtIsCatchAll(r) {
+						catchall = true
+						break
+					}
+				}
+			}
+		}
+		if catchall {
+			break
+		}
+	}
+	return out
+}
+
+// sourceMatches evaluates a match's static predicates for a sidecar:
+// gateways must include "mesh"; source namespace must be the proxy's.
+// sourceLabels cannot be evaluated (a class holds no workload labels), so a
+// match with source labels never applies.
+func (rc *routeCtx) sourceMatches(m *networking.HTTPMatchRequest) bool {
+	if m == nil {
+		return true
+	}
+	if len(m.GetGateways()) > 0 {
+		for _, g := range m.GetGateways() {
+			if g == meshGatewayName {
+				return true
+			}
+		}
+		return false
+	}
+	if len(m.GetSourceLabels()) > 0 {
+		return false
+	}
+	return m.GetSourceNamespace() == "" || m.GetSourceNamespace() == rc.k.Namespace
+}
+
+// translate is istiod's TranslateRoute for one (route, match) pair.
+func (rc *routeCtx) translate(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) *route.Route {
+	if m != nil && m.GetPort() != 0 && m.GetPort() != rc.k.Port {
+		return nil
+	}
+	if !rc.sourceMatches(m) {
+		return nil
+	}
+	name := in.GetName()
+	if m.GetName() != "" {
+		name = name + "." + m.GetName()
+	}
+	out := &route.Route{
+		Name:     name,
+		Match:    rtTranslateMatch(m),
+		Metadata: rc.metadata(),
+	}
+	if m.GetStatPrefix() != "" {
+		out.StatPrefix = m.GetStatPrefix()
+	}
+	authority := ""
+	if in.GetHeaders() != nil {
+		ops := rtHeaderOps(in.GetHeaders())
+		out.RequestHeadersToAdd = ops.reqAdd
+		out.ResponseHeadersToAdd = ops.respAdd
+		out.RequestHeadersToRemove = ops.reqRemove
+		out.ResponseHeadersToRemove = ops.respRemove
+		authority = ops.authority
+	}
+	switch {
+	case in.GetRedirect() != nil:
+		rtApplyRedirect(out, in.GetRedirect(), rc.k.Port)
+	case in.GetDirectResponse() != nil:
+		rtApplyDirectResponse(out, in.GetDirectResponse())
+	default:
+		rc.applyDestination(out, in, authority)
+	}
+	out.Decorator = &route.Decorator{Operation: rc.operation(out)}
+	if in.GetFault() != nil || in.GetCorsPolicy() != nil {
+		out.TypedPerFilterConfig = map[string]*anypb.Any{}
+	}
+	if in.GetFault() != nil {
+		if f := rtTranslateFault(in.GetFault()); f != nil {
+			out.TypedPerFilterConfig[faultFilterName] = rtAny(f)
+		}
+	}
+	if in.GetCorsPolicy() != nil {
+		out.TypedPerFilterConfig[corsFilterName] = rtAny(rtTranslateCORS(in.GetCorsPolicy()))
+	}
+	return out
+}
+
+// applyDestination is istiod's applyHTTPRouteDestination.
+func (rc *routeCtx) applyDestination(out *route.Route, in *networking.HTTPRoute, authority string) {
+	action := &route.RouteAction{}
+	rc.setTimeout(action, in.GetTimeout())
+	out.Action = &route.Route_Route{Route: action}
+	if rw := in.GetRewrite(); rw != nil {
+		if rr := rw.GetUriRegexRewrite(); rr != nil {
+			action.RegexRewrite = &matcher.RegexMatchAndSubstitute{
+				Pattern:      &matcher.RegexMatcher{Regex: rr.GetMatch()},
+				Substitution: rr.GetRewrite(),
+			}
+		} else if rw.GetUri() != "" {
+			action.PrefixRewrite = rw.GetUri()
+		}
+		if rw.GetAuthority() != "" {
+			authority = rw.GetAuthority()
+		}
+	}
+	if authority != "" {
+		action.HostRewriteSpecifier = &route.RouteAction_HostRewriteLiteral{HostRewriteLiteral: authority}
+	}
+	if in.GetMirror() != nil {
+		if mp := rtMirrorPercent(in); mp != nil {
+			action.RequestMirrorPolicies = append(action.RequestMirrorPolicies,
+				rtMirrorPolicy(rc.destinationCluster(in.GetMirror()), mp))
+		}
+	}
+	for _, mirror := range in.GetMirrors() {
+		if mp := rtMirrorPercentByPolicy(mirror); mp != nil && mirror.GetDestination() != nil {
+			action.RequestMirrorPolicies = append(action.RequestMirrorPolicies,
+				rtMirrorPolicy(rc.destinationCluster(mirror.GetDestination()), mp))
+		}
+	}
+	if len(in.GetRoute()) == 1 {
+		dst := in.GetRoute()[0]
+		action.ClusterSpecifier = &route.RouteAction_Cluster{Cluster: rc.destinationCluster(dst.GetDestination())}
+		if dst.GetHeaders() != nil {
+			ops := rtHeaderOps(dst.GetHeaders())
+			out.RequestHeadersToAdd = append(out.RequestHeadersToAdd, ops.reqAdd...)
+			out.RequestHeadersToRemove = append(out.RequestHeadersToRemove, ops.reqRemove...)
+			out.ResponseHeadersToAdd = append(out.ResponseHeadersToAdd, ops.respAdd...)
+			out.ResponseHeadersToRemove = append(out.ResponseHeadersToRemove, ops.respRemove...)
+			if ops.authority != "" && action.HostRewriteSpecifier == nil {
+				action.HostRewriteSpecifier = &route.RouteAction_HostRewriteLiteral{HostRewriteLiteral: ops.authority}
+			}
+		}
+	} else {
+		weighted := make([]*route.WeightedCluster_ClusterWeight, 0, len(in.GetRoute()))
+		for _, dst := range in.GetRoute() {
+			if dst.GetWeight() == 0 {
+				continue // a zero weight is dropped when there are others
+			}
+			cw := &route.WeightedCluster_ClusterWeight{
+				Name:   rc.destinationCluster(dst.GetDestination()),
+				Weight: wrapperspb.UInt32(uint32(dst.GetWeight())),
+			}
+			if dst.GetHeaders() != nil {
+				ops := rtHeaderOps(dst.GetHeaders())
+				cw.RequestHeadersToAdd = ops.reqAdd
+				cw.RequestHeadersToRemove = ops.reqRemove
+				cw.ResponseHeadersToAdd = ops.respAdd
+				cw.ResponseHeadersToRemove = ops.respRemove
+				if ops.authority != "" {
+					cw.HostRewriteSpecifier = &route.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: ops.authority}
+				}
+			}
+			weighted = append(weighted, cw)
+		}
+		action.ClusterSpecifier = &route.RouteAction_WeightedClusters{WeightedClusters: &route.WeightedCluster{Clusters: weighted}}
+	}
+	action.RetryPolicy = rtRetryPolicy(in.GetRetries())
+}
+
+// setTimeout is istiod's setTimeout: the route timeout (0s: none) and,
+// for Envoy, max_grpc_timeout equal to it; proxyless gRPC reads
+// max_stream_duration instead.
+func (rc *routeCtx) setTimeout(action *route.RouteAction, t *durationpb.Duration) {
+	action.Timeout = rtNoTimeout
+	if t != nil {
+		action.Timeout = t
+	}
+	if rc.k.Type == ProxyGRPC {
+		action.MaxStreamDuration = &route.RouteAction_MaxStreamDuration{MaxStreamDuration: action.Timeout}
+		return
+	}
+	action.MaxGrpcTimeout = action.Timeout
+	if action.Timeout.AsDuration() == 0 {
+		action.MaxGrpcTimeout = rtNoTimeout
+	}
+}
+
+// destinationCluster is istiod's GetDestinationCluster on an outbound
+// route: the destination's port, else the route's port; an ExternalName
+// destination is named after its target.
+func (rc *routeCtx) destinationCluster(d *networking.Destination) string {
+	if d.GetHost() == "" {
+		return "UnknownService"
+	}
+	host := rtResolveHost(d.GetHost(), rc.vsNamespace(), rc.k.DomainSuffix)
+	for _, a := range rc.k.Destinations {
+		if a.ExternalName != 0 && rc.k.Syms.String(a.Key.Host) == host && a.PortByNumber(rc.k.Port) != nil {
+			host = rc.k.Syms.String(a.ExternalName)
+			break
+		}
+	}
+	port := rc.k.Port
+	if d.GetPort() != nil {
+		port = d.GetPort().GetNumber()
+	}
+	return outboundClusterName(port, d.GetSubset(), host)
+}
+
+func (rc *routeCtx) vsNamespace() string {
+	return rc.k.Syms.String(rc.k.VirtualService.Key.Namespace)
+}
+
+// metadata is istiod's config-info route metadata, shared by the routes of
+// one virtual host.
+func (rc *routeCtx) metadata() *core.Metadata {
+	if rc.meta == nil {
+		rc.meta = rtConfigMetadata("virtual-service", rc.vsNamespace(), rc.k.Syms.String(rc.k.VirtualService.Key.Name))
+	}
+	return rc.meta
+}
+
+// rtConfigMetadata is istiod's BuildConfigInfoMetadata. The API version is
+// always v1: pilotfish does not keep the version a manifest was written in.
+func rtConfigMetadata(kebabKind, ns, name string) *core.Metadata {
+	path := "/apis/networking.istio.io/v1/namespaces/" + ns + "/" + kebabKind + "/" + name
+	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{
+		"istio": {Fields: map[string]*structpb.Value{"config": structpb.NewStringValue(path)}},
+	}}
+}
+
+// operation is istiod's GetRouteOperation: "host:port/path" for a single
+// destination, else "vsname:port/path".
+func (rc *routeCtx) operation(r *route.Route) string {
+	path := "/*"
+	switch ps := r.GetMatch().GetPathSpecifier().(type) {
+	case *route.RouteMatch_Prefix:
+		path = ps.Prefix + "*"
+	case *route.RouteMatch_Path:
+		path = ps.Path
+	case *route.RouteMatch_SafeRegex:
+		path = ps.SafeRegex.GetRegex()
+	}
+	if c := r.GetRoute().GetCluster(); strings.HasPrefix(c, "outbound|") {
+		// outbound|PORT|SUBSET|HOST
+		parts := strings.SplitN(c, "|", 4)
+		if len(parts) == 4 {
+			return parts[3] + ":" + parts[1] + path
+		}
+	}
+	return rc.k.Syms.String(rc.k.VirtualService.Key.Name) + ":" + strconv.FormatUint(uint64(rc.k.Port), 10) + path
+}
+
+// rtResolveHost is istiod's ResolveShortnameToFQDN: a name without a dot is
+// a Kubernetes service in the config's namespace.
+func rtResolveHost(h, ns, suffix string) string {
+	if h == "*" || strings.IndexByte(h, '.') >= 0 {
+		return h
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return h
+	}
+	return h + "." + ns + ".svc." + suffix
+}
+
+// rtIsCatchAll is istiod's IsCatchAllRoute.
+func rtIsCatchAll(r *route.Route) bool {
+	m := r.GetMatch()
+	catchall := false
+	switch ps := m.GetPathSpecifier().(type) {
+	case *route.RouteMatch_Prefix:
+		catchall = ps.Prefix == "/"
+	case *route.RouteMatch_PathSeparatedPrefix:
+		catchall = ps.PathSeparatedPrefix == "/"
+	case *route.RouteMatch_SafeRegex:
+		catchall = ps.SafeRegex.GetRegex() == ".*"
+	}
+	return catchall && len(m.GetHeaders()) == 0 && len(m.GetQueryParameters()) == 0 && len(m.GetDynamicMetadata()) == 0
+}

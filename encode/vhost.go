@@ -1,0 +1,179 @@
+package encode
+
+import (
+	"strconv"
+
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// VirtualHostKey is every input of one virtual host of an outbound route
+// configuration: one service (or one VirtualService host that names no
+// service) on one port, the VirtualService that routes it, and the few
+// proxy and mesh settings a virtual host depends on. It is the grain RDS is
+// cached at: a changed service re-encodes its own virtual host only.
+//
+// It holds the proxy's namespace and type rather than its whole class, so
+// that classes differing in locality or network share virtual hosts.
+type VirtualHostKey struct {
+	// Syms resolves the symbols of the rows; it is not hashed (symbols are
+	// immutable once interned).
+	Syms *index.Symbols
+	// Type: proxyless gRPC virtual hosts list domains with and without the
+	// port and use max_stream_duration; sidecars ignore the port in host
+	// matching.
+	Type ProxyType
+	// Namespace is the proxy's namespace: short-name domains and
+	// sourceNamespace matches depend on it.
+	Namespace string
+	// DomainSuffix is the mesh's DNS domain ("cluster.local").
+	DomainSuffix string
+	// Port is the route configuration's port.
+	Port uint32
+	// Service is the service the virtual host is for; nil for a
+	// VirtualService host that names no service (then Host is set).
+	Service *index.Service
+	// Host is the VirtualService host when Service is nil.
+	Host string
+	// VirtualService routes the host; nil means istiod's default route.
+	VirtualService *index.Config
+	// Aliases are the Kubernetes ExternalName services whose target is
+	// Service: their names are domains of this virtual host.
+	Aliases []*index.Service
+	// Destinations are the ExternalName services the VirtualService routes
+	// to: their clusters are named after the ExternalName target.
+	Destinations []*index.Service
+	// Sniffed builds the virtual host of a protocol-sniffed service's own
+	// route configuration ("host:port"): its only domain is "*".
+	Sniffed bool
+	// Exclude lists the hashes (see VirtualHostDomainHash) of domains an
+	// earlier virtual host of the same route configuration already claims;
+	// they are left out, as istiod dedupes domains across virtual hosts.
+	Exclude []uint64
+}
+
+// Hash feeds every field but Syms.
+func (k *VirtualHostKey) Hash() uint64 {
+	h := NewHasher("VirtualHostKey")
+	h.U32(uint32(k.Type))
+	h.Str(k.Namespace)
+	h.Str(k.DomainSuffix)
+	h.U32(k.Port)
+	hashSvcRow(&h, k.Service)
+	h.Str(k.Host)
+	hashCfgRow(&h, k.VirtualService)
+	hashSvcRows(&h, k.Aliases)
+	hashSvcRows(&h, k.Destinations)
+	h.Bool(k.Sniffed)
+	h.Int(len(k.Exclude))
+	for _, x := range k.Exclude {
+		h.U64(x)
+	}
+	return h.Sum()
+}
+
+// hashSvcRow feeds a service row by its content hash (0 marks nil).
+func hashSvcRow(h *Hasher, s *index.Service) {
+	if s == nil {
+		h.U64(0)
+		return
+	}
+	h.U64(1)
+	h.U64(s.Hash)
+}
+
+func hashSvcRows(h *Hasher, ss []*index.Service) {
+	h.Int(len(ss))
+	for _, s := range ss {
+		hashSvcRow(h, s)
+	}
+}
+
+// hashCfgRow feeds a config row by its key and content hash (0 marks nil).
+// The key is fed too: ingest's hash covers the spec, and a generator may
+// print the name (route metadata, stat prefixes).
+func hashCfgRow(h *Hasher, c *index.Config) {
+	if c == nil {
+		h.U64(0)
+		return
+	}
+	h.U64(1)
+	h.U32(uint32(c.Kind))
+	h.U32(uint32(c.Key.Namespace))
+	h.U32(uint32(c.Key.Name))
+	h.U64(c.Hash)
+}
+
+func hashCfgRows(h *Hasher, cs []*index.Config) {
+	h.Int(len(cs))
+	for _, c := range cs {
+		hashCfgRow(h, c)
+	}
+}
+
+// Name returns the virtual host's name, "HOST:PORT".
+func (k *VirtualHostKey) Name() string {
+	return k.hostname() + ":" + strconv.FormatUint(uint64(k.Port), 10)
+}
+
+func (k *VirtualHostKey) hostname() string {
+	if k.Service != nil {
+		return k.Syms.String(k.Service.Key.Host)
+	}
+	return k.Host
+}
+
+// VirtualHost generates the virtual host of k. A VirtualService host that
+// names no service and gets no route on this port yields an empty virtual
+// host (no name): route configurations leave it out.
+func VirtualHost(k *VirtualHostKey) (string, proto.Message) {
+	routes := vhRoutes(k)
+	if len(routes) == 0 {
+		return "", &route.VirtualHost{}
+	}
+	name := k.Name()
+	var domains []string
+	if k.Sniffed {
+		domains = []string{"*"}
+	} else {
+		domains = k.domainStrings()
+	}
+	if len(domains) == 0 {
+		return "", &route.VirtualHost{}
+	}
+	return name, &route.VirtualHost{
+		Name:                       name,
+		Domains:                    domains,
+		Routes:                     routes,
+		IncludeRequestAttemptCount: true,
+	}
+}
+
+// vhRoutes returns the routes of k: the VirtualService's for this port, or
+// istiod's default route when there is none or it has no route for this
+// port and the host is a service.
+func vhRoutes(k *VirtualHostKey) []*route.Route {
+	if k.VirtualService != nil {
+		if vs, ok := k.VirtualService.Spec.(*networking.VirtualService); ok {
+			rc := routeCtx{k: k, vs: vs}
+			if routes := rc.virtualServiceRoutes(); len(routes) > 0 {
+				return routes
+			}
+		}
+	}
+	if k.Service == nil {
+		return nil
+	}
+	host := k.Syms.String(k.Service.Key.Host)
+	return []*route.Route{defaultOutboundRoute(outboundClusterName(k.Port, "", host), host, k.Port)}
+}
+
+// outboundClusterName is istiod's subset key, `outbound|PORT|SUBSET|HOST`.
+func outboundClusterName(port uint32, subset, host string) string {
+	var buf [24]byte
+	p := strconv.AppendUint(buf[:0], uint64(port), 10)
+	return "outbound|" + string(p) + "|" + subset + "|" + host
+}
