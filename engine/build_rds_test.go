@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// httpBench mirrors istio-bench's http.yaml: ServiceEntry example.com (the
+// proxy's own) and n ServiceEntries random-i.host.example with a VIP, all
+// HTTP on port 80, plus the apiserver's kubernetes Service.
+func httpBench(t testing.TB, n int) *index.Snapshot {
+	f := newMeshFixture(t)
+	f.kubeService("kubernetes", "default", "10.0.0.1", index.Port{Name: f.sym("https"), Number: 443, Protocol: index.ProtocolHTTPS})
+	f.serviceEntry("proxy-service-instance", "default", []string{"example.com"}, nil, index.ResolutionClientSideLB, httpPort(80))
+	for i := range n {
+		f.serviceEntry(fmt.Sprint("service-", i), "default", []string{fmt.Sprintf("random-%d.host.example", i)},
+			[]string{fmt.Sprintf("240.240.%d.%d", i/255, i%255)}, index.ResolutionClientSideLB, httpPort(80))
+	}
+	return f.apply()
+}
+
+// vsBench mirrors istio-bench's virtualservice.yaml: n ServiceEntries
+// without VIPs, each routed by a VirtualService matching /foo and /bar.
+func vsBench(t testing.TB, n int) *index.Snapshot {
+	f := newMeshFixture(t)
+	f.kubeService("kubernetes", "default", "10.0.0.1", index.Port{Name: f.sym("https"), Number: 443, Protocol: index.ProtocolHTTPS})
+	f.serviceEntry("proxy-service-instance", "default", []string{"example.com"}, nil, index.ResolutionClientSideLB, httpPort(80))
+	for i := range n {
+		host := fmt.Sprintf("random-%d.host.example", i)
+		f.virtualService(fmt.Sprint("vs-", i), "default", &networking.VirtualService{
+			Hosts: []string{host},
+			Http: []*networking.HTTPRoute{{
+				Name: "match-route",
+				Match: []*networking.HTTPMatchRequest{
+					{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/foo"}}},
+					{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Regex{Regex: "/bar"}}},
+				},
+				Rewrite: &networking.HTTPRewrite{Uri: "/new-url"},
+				Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: host}}},
+			}},
+		})
+		f.serviceEntry(fmt.Sprint("service-", i), "default", []string{host}, nil, index.ResolutionClientSideLB, httpPort(80))
+	}
+	return f.apply()
+}
+
+func buildRoutesFor(t testing.TB, snap *index.Snapshot, class *encode.ProxyClass, names ...string) []*route.RouteConfiguration {
+	t.Helper()
+	rs, err := buildRoutes(NewScope(snap, class), encode.DefaultMesh(), verifyCache(), names, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := decodeRoutes(t, rs)
+	for _, rc := range out {
+		validate(t, rc)
+	}
+	return out
+}
+
+// TestRoutesMatchIstiod compares the port-80 route configuration with the
+// one istiod generated for the same workload (istiod-output/*.s10.sidecar.json):
+// they must be equal field for field.
+func TestRoutesMatchIstiod(t *testing.T) {
+	tests := []struct {
+		name, file string
+		snap       func(testing.TB, int) *index.Snapshot
+	}{
+		{"http", "http.s10.sidecar.json", httpBench},
+		{"virtualservice", "virtualservice.s10.sidecar.json", vsBench},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := istiodRoutes(t, tc.file)["80"]
+			got := buildRoutesFor(t, tc.snap(t, 10), sidecarClass("default"), "80")
+			if len(got) != 1 {
+				t.Fatalf("got %d route configurations", len(got))
+			}
+			if d := protoDiff(t, want, got[0]); d != "" {
+				t.Errorf("route 80 differs from istiod's (-istiod +pilotfish):\n%s", d)
+			}
+		})
+	}
+}
