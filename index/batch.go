@@ -1,6 +1,8 @@
 package index
 
-// Batch collects changes to apply as one snapshot. Operations apply in the
+// Batch collects changes to apply as one snapshot. A batch takes ownership
+// of the rows and slices put into it: the caller must not modify them after
+// the call (the index publishes them as they are, without copying). Operations apply in the
 // order of their tables (namespaces, workloads, services, configs,
 // endpoints), and in call order within a table, so a batch may reference
 // rows it adds (an EndpointSlice and its Pods).

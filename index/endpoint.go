@@ -121,12 +121,14 @@ func (s *EndpointShard) with(svc ServiceKey, g EndpointGroup, remove bool) *Endp
 	case remove && !found:
 		return s
 	case remove:
-		next = slices.Delete(slices.Clone(groups), i, i+1)
+		next = make([]EndpointGroup, 0, len(groups)-1)
+		next = append(append(next, groups[:i]...), groups[i+1:]...)
 	case found:
 		next = slices.Clone(groups)
 		next[i] = g
 	default:
-		next = slices.Insert(slices.Clone(groups), i, g)
+		next = make([]EndpointGroup, 0, len(groups)+1)
+		next = append(append(append(next, groups[:i]...), g), groups[i:]...)
 	}
 	out := &EndpointShard{Service: svc, Groups: next}
 	var h uint64

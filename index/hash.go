@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"net/netip"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // mix64 is a fast, well-distributed mix of one 64-bit value (the finalizer
@@ -20,22 +18,18 @@ func mix64(x uint64) uint64 {
 }
 
 // hasher accumulates a row's content hash. Rows are hashed field by field,
-// never through reflection or encoding, so hashing is cheap and allocation
-// free on the writer's path.
+// never through reflection or encoding, one multiply-rotate step per 64-bit
+// word (the row fields are small integers and addresses), so hashing is a
+// few nanoseconds per field and allocation free. The hash detects changes
+// between versions of one row; it is not meant to resist crafted inputs.
 type hasher struct {
-	d   xxhash.Digest
-	buf [8]byte
+	h uint64
 }
 
-func newHasher() hasher {
-	var h hasher
-	h.d.Reset()
-	return h
-}
+func newHasher() hasher { return hasher{h: 0x243f6a8885a308d3} }
 
 func (h *hasher) u64(v uint64) {
-	binary.LittleEndian.PutUint64(h.buf[:], v)
-	_, _ = h.d.Write(h.buf[:])
+	h.h = bits.RotateLeft64((h.h^v)*0x9e3779b97f4a7c15, 29) + 0x85ebca6b
 }
 
 func (h *hasher) u32(v uint32) { h.u64(uint64(v)) }
@@ -50,11 +44,11 @@ func (h *hasher) boolean(v bool) {
 
 func (h *hasher) addr(a netip.Addr) {
 	b := a.As16()
-	_, _ = h.d.Write(b[:])
-	h.u64(uint64(a.BitLen()))
+	h.u64(binary.LittleEndian.Uint64(b[:8]))
+	h.u64(binary.LittleEndian.Uint64(b[8:]) ^ uint64(a.BitLen())<<56)
 }
 
-func (h *hasher) sum() uint64 { return h.d.Sum64() }
+func (h *hasher) sum() uint64 { return mix64(h.h) }
 
 // combineHash folds b into a, order-sensitive.
 func combineHash(a, b uint64) uint64 {

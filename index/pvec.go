@@ -1,13 +1,13 @@
 package index
 
 const (
-	pvecChunkBits = 8
+	pvecChunkBits = 6
 	pvecChunkSize = 1 << pvecChunkBits
 )
 
 // pvec is a persistent vector addressed by dense IDs: a directory of
 // fixed-size chunks. Published chunks are never mutated; a transaction copies
-// a chunk (256 rows) the first time it writes to it, and the directory once.
+// a chunk (64 rows) the first time it writes to it, and the directory once.
 type pvec[T any] struct {
 	chunks []*[pvecChunkSize]T
 }

@@ -242,6 +242,12 @@ func (x *tableTxn[K, R]) commit() table[K, R] {
 			old, _ := itx.Get(indexKey(k))
 			rm := x.removes[i][k]
 			add := x.adds[i][k]
+			if len(old) == 0 && len(add) > 0 {
+				// A new key: the batch's own list becomes the index list.
+				slices.Sort(add)
+				itx.Set(indexKey(k), slices.Clip(add))
+				continue
+			}
 			next := make([]uint32, 0, len(old)+len(add))
 			for _, id := range old {
 				if _, gone := rm[id]; !gone {

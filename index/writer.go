@@ -143,7 +143,7 @@ func (a *applier) apply(b *Batch) {
 		}
 	}
 	for _, op := range b.endpoints {
-		a.putGroup(op.service, op.group, op.delete)
+		a.putGroup(op.service, op.group, op.delete, true)
 	}
 	// Joins: endpoints that reference changed workloads, and ServiceEntries
 	// whose selected workloads may have changed.
@@ -161,7 +161,10 @@ func (a *applier) apply(b *Batch) {
 
 // putGroup replaces (or removes) one source's endpoints in a service's shard,
 // resolving workload references and keeping workloadRefs current.
-func (a *applier) putGroup(svc ServiceKey, g EndpointGroup, remove bool) {
+//
+// owned says g.Endpoints belongs to this Apply (a batch's group): it is
+// resolved in place. A group taken from a published shard is copied first.
+func (a *applier) putGroup(svc ServiceKey, g EndpointGroup, remove, owned bool) {
 	old, _ := a.endpoints.Get(svc)
 	var oldGroup *EndpointGroup
 	if old != nil {
@@ -170,7 +173,9 @@ func (a *applier) putGroup(svc ServiceKey, g EndpointGroup, remove bool) {
 		}
 	}
 	if !remove {
-		g.Endpoints = slices.Clone(g.Endpoints)
+		if !owned {
+			g.Endpoints = slices.Clone(g.Endpoints)
+		}
 		a.resolve(svc.Namespace, g.Endpoints)
 		g.Hash = g.computeHash()
 		if oldGroup != nil && oldGroup.Hash == g.Hash {
@@ -237,7 +242,7 @@ func (a *applier) reresolve(svc ServiceKey, name Sym) {
 	}
 	for _, g := range sh.Groups {
 		if slices.ContainsFunc(g.Endpoints, func(e Endpoint) bool { return e.Workload == name }) {
-			a.putGroup(svc, g, false)
+			a.putGroup(svc, g, false, false)
 		}
 	}
 }
@@ -297,7 +302,7 @@ func (a *applier) selectorServicesIn(ns Sym) []ServiceKey {
 func (a *applier) reselect(svc ServiceKey) {
 	s, _, ok := a.services.get(svc)
 	if !ok || !s.HasSelector || s.Origin != OriginServiceEntry {
-		a.putGroup(svc, EndpointGroup{Source: a.selected}, true)
+		a.putGroup(svc, EndpointGroup{Source: a.selected}, true, true)
 		return
 	}
 	var eps []Endpoint
@@ -313,11 +318,11 @@ func (a *applier) reselect(svc ServiceKey) {
 		}
 	}
 	if len(eps) == 0 {
-		a.putGroup(svc, EndpointGroup{Source: a.selected}, true)
+		a.putGroup(svc, EndpointGroup{Source: a.selected}, true, true)
 		return
 	}
 	slices.SortFunc(eps, func(x, y Endpoint) int { return x.Addr.Compare(y.Addr) })
-	a.putGroup(svc, EndpointGroup{Source: a.selected, Ports: ports, Endpoints: eps}, false)
+	a.putGroup(svc, EndpointGroup{Source: a.selected, Ports: ports, Endpoints: eps}, false, true)
 }
 
 // workloadIDsIn returns the live workload IDs of ns as of this batch.
