@@ -1,0 +1,130 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+)
+
+// ServerOptions returns the grpc.ServerOptions an XDSServer needs on the
+// *grpc.Server it is registered on: the raw-bytes codec. The codec is a
+// superset of grpc-go's proto codec, so other services on the same server
+// (CA, health, reflection) are unaffected.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ForceServerCodecV2(rawCodec{})}
+}
+
+// rawMessage is an already encoded protobuf message, sent as its bytes. The
+// codec hands buf to gRPC, which returns it to pool once written, so a
+// rawMessage is good for one SendMsg: Marshal clears it.
+type rawMessage struct {
+	buf  *[]byte
+	pool mem.BufferPool
+}
+
+var errRawReused = errors.New("serve: raw message already sent")
+
+// vtUnmarshaler is implemented by vtprotobuf-generated messages (build tag
+// vtprotobuf). go-control-plane v1.40 generates only the marshal half
+// (MarshalVTStrict, SizeVT) for the discovery messages, so requests decode
+// with proto.Unmarshal today; this picks UnmarshalVT up without code changes
+// the day it is generated.
+type vtUnmarshaler interface {
+	UnmarshalVT([]byte) error
+}
+
+// rawCodec is grpc-go's proto codec plus two fast paths: a *rawMessage is
+// written as its bytes without copying, and a request with UnmarshalVT is
+// decoded with it. It keeps the name "proto" so the content-type on the wire
+// stays application/grpc and unmodified clients interoperate.
+type rawCodec struct{}
+
+// protoCodec is grpc-go's registered proto codec, the fallback for every
+// ordinary message.
+var protoCodec = encoding.GetCodecV2(protoenc.Name)
+
+func (rawCodec) Name() string { return protoenc.Name }
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(*rawMessage); ok {
+		if m.buf == nil {
+			return nil, errRawReused
+		}
+		b := mem.NewBuffer(m.buf, m.pool)
+		m.buf = nil
+		return mem.BufferSlice{b}, nil
+	}
+	return protoCodec.Marshal(v)
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(vtUnmarshaler)
+	if !ok {
+		return protoCodec.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	if err := m.UnmarshalVT(buf.ReadOnlyData()); err != nil {
+		return fmt.Errorf("serve: unmarshal %T: %w", v, err)
+	}
+	return nil
+}
+
+// bufPool is where assembled responses live. gRPC returns each buffer to it
+// once written, so the next assembly of a similar size on any stream reuses
+// it.
+var bufPool mem.BufferPool = &respPool{}
+
+// getBuf returns a pooled buffer of capacity at least n and length 0.
+func getBuf(n int) *[]byte {
+	b := bufPool.Get(n)
+	*b = (*b)[:0]
+	return b
+}
+
+// respPool is a mem.BufferPool of power-of-two size classes from 4 KiB to
+// 64 MiB. Unlike grpc-go's default pool it does not zero buffers: assembly
+// writes every byte up to len and nothing past len is ever read, while
+// zeroing a 1 MiB tier for a 100 KiB response cost more than assembling it.
+// The smallest class is above mem's pooling threshold (1 KiB): gRPC never
+// returns a buffer below it, which would then be garbage after every send.
+type respPool struct {
+	classes [respClasses]sync.Pool // of *[]byte with cap 1<<(i+respMinShift)
+}
+
+const (
+	respMinShift = 12 // 4 KiB
+	respClasses  = 15 // up to 64 MiB; larger responses are not pooled
+)
+
+func (p *respPool) Get(n int) *[]byte {
+	c := max(bits.Len(uint(n-1))-respMinShift, 0)
+	if n <= 0 {
+		c = 0
+	}
+	if c >= respClasses {
+		b := make([]byte, n)
+		return &b
+	}
+	if b, ok := p.classes[c].Get().(*[]byte); ok {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]byte, n, 1<<(c+respMinShift))
+	return &b
+}
+
+func (p *respPool) Put(b *[]byte) {
+	n := cap(*b)
+	c := bits.TrailingZeros(uint(n)) - respMinShift
+	if n&(n-1) != 0 || c < 0 || c >= respClasses {
+		return // not one of ours
+	}
+	p.classes[c].Put(b)
+}

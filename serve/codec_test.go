@@ -1,0 +1,60 @@
+package serve_test
+
+import (
+	"bytes"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pilotfish-mesh/pilotfish/engine"
+	"github.com/pilotfish-mesh/pilotfish/serve"
+)
+
+func TestCodec(t *testing.T) {
+	c := serve.Codec()
+	if c.Name() != "proto" {
+		t.Fatalf("codec name %q: clients negotiate application/grpc+proto", c.Name())
+	}
+
+	t.Run("raw message is written as is, once", func(t *testing.T) {
+		raw := serve.AppendSotW(nil, 1, 1, engine.TypeCluster, nil, clusters(t, 3))
+		msg := serve.RawMessage(bytes.Clone(raw))
+		bs, err := c.Marshal(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bs.Materialize(); !bytes.Equal(got, raw) {
+			t.Fatal("raw bytes changed by the codec")
+		}
+		bs.Free()
+		if _, err := c.Marshal(msg); err == nil {
+			t.Fatal("a raw message was marshaled twice: its buffer may already be reused")
+		}
+	})
+
+	t.Run("ordinary messages use the proto codec", func(t *testing.T) {
+		req := &discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "p"}, TypeUrl: engine.TypeCluster,
+			ResourceNames: []string{"a", "b"}, ResponseNonce: "3"}
+		bs, err := c.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := proto.Marshal(req)
+		if !bytes.Equal(bs.Materialize(), want) {
+			t.Fatal("proto fallback differs from proto.Marshal")
+		}
+		got := &discoveryv3.DiscoveryRequest{}
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(want)}, got); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got, req) {
+			t.Fatalf("decoded %v, want %v", got, req)
+		}
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0xff})}, got); err == nil {
+			t.Fatal("garbage decoded without error")
+		}
+	})
+}

@@ -1,0 +1,269 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"runtime/pprof"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pilotfish-mesh/pilotfish/engine"
+)
+
+// What both protocols share: opening and closing a stream, its goroutines,
+// nonces and sending. The protocol state itself lives in stream_sotw.go and
+// stream_delta.go.
+
+// protocol is one stream's xDS state machine, SotW or Delta. Its methods run
+// on the stream's loop goroutine only; an error ends the stream and is
+// returned to the proxy, so it must be a gRPC status error.
+type protocol[R any] interface {
+	handle(req R) error
+	push(p engine.Push) error
+}
+
+// request is what serveStream needs of a request message.
+type request[T any] interface {
+	*T
+	proto.Message
+	GetNode() *corev3.Node
+}
+
+// serveStream runs one ADS stream: it waits for the first request, connects
+// the proxy, then loops over requests, pushes and cancellation until the
+// stream ends. Session.Close is called on every path after a successful
+// Connect.
+func serveStream[T any, R request[T]](s *XDSServer, ss grpc.ServerStream, delta bool, newProtocol func(*conn) protocol[R]) error {
+	ctx := ss.Context()
+	first := R(new(T))
+	if err := ss.RecvMsg(first); err != nil {
+		return recvStatus(err)
+	}
+	c, err := s.open(ss, first.GetNode(), delta)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	p := newProtocol(c)
+
+	// The receiver goroutine decodes requests while the loop sends; it ends
+	// when RecvMsg fails, which gRPC guarantees once this handler returns.
+	reqs := make(chan R, 1)
+	var recvErr error // written before close(reqs), read after
+	go pprof.Do(ctx, pprof.Labels("xds", "recv"), func(ctx context.Context) {
+		defer close(reqs)
+		for {
+			r := R(new(T))
+			if err := ss.RecvMsg(r); err != nil {
+				recvErr = err
+				return
+			}
+			select {
+			case reqs <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+
+	if err := p.handle(first); err != nil {
+		return err
+	}
+	pending := c.sess.Pending()
+	for {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case r, ok := <-reqs:
+			if !ok {
+				return recvStatus(recvErr)
+			}
+			if err := p.handle(r); err != nil {
+				return err
+			}
+		case <-pending:
+			if push, ok := c.sess.TakePush(); ok {
+				if err := p.push(push); err != nil {
+					c.sess.PushDone()
+					return err
+				}
+			}
+			c.sess.PushDone()
+		}
+	}
+}
+
+// recvStatus maps a RecvMsg error to the handler's result: a clean close by
+// the proxy (io.EOF) ends the stream without error.
+func recvStatus(err error) error {
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+func (s *XDSServer) streamSotW(ss grpc.ServerStream) error {
+	var err error
+	pprof.Do(ss.Context(), pprof.Labels("xds", "sotw"), func(context.Context) {
+		err = serveStream(s, ss, false, newSotW)
+	})
+	return err
+}
+
+func (s *XDSServer) streamDelta(ss grpc.ServerStream) error {
+	var err error
+	pprof.Do(ss.Context(), pprof.Labels("xds", "delta"), func(context.Context) {
+		err = serveStream(s, ss, true, newDelta)
+	})
+	return err
+}
+
+// conn is the protocol-independent part of one stream. It is owned by the
+// stream's loop goroutine: nothing in it is shared or locked.
+type conn struct {
+	srv   *XDSServer
+	ss    grpc.ServerStream
+	sess  Session
+	log   *slog.Logger
+	delta bool
+	nonce uint64 // last nonce issued; one counter for all types of the stream
+
+	scratch []engine.Resource // Generate's destination, reused across calls
+	msg     rawMessage        // reused: SendMsg consumes it synchronously
+}
+
+// open validates the first request's node and connects the proxy.
+func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*conn, error) {
+	if node == nil || node.GetId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "the first request of a stream must carry a node with an id")
+	}
+	ctx := ss.Context()
+	addr := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		addr = p.Addr.String()
+	}
+	sess, err := s.backend.Connect(ctx, node, addr)
+	if err != nil {
+		s.log.Warn("xds connect rejected", "node", node.GetId(), "peer", addr, "err", err)
+		if st, ok := status.FromError(err); ok {
+			return nil, st.Err()
+		}
+		code := codes.Unavailable
+		if errors.Is(err, engine.ErrBadNode) {
+			code = codes.InvalidArgument
+		}
+		return nil, status.Errorf(code, "connect %s: %v", node.GetId(), err)
+	}
+	c := &conn{
+		srv:   s,
+		ss:    ss,
+		sess:  sess,
+		log:   s.log.With("proxy", sess.ID(), "delta", delta),
+		delta: delta,
+	}
+	s.metrics.Connected(delta)
+	c.log.Debug("xds stream connected", "peer", addr)
+	return c, nil
+}
+
+func (c *conn) close() {
+	c.sess.Close()
+	c.srv.metrics.Disconnected(c.delta)
+	c.log.Debug("xds stream closed")
+}
+
+// nextNonce issues a new nonce. Counters are enough: a nonce only has to
+// differ from the earlier ones of the same stream.
+func (c *conn) nextNonce() uint64 {
+	c.nonce++
+	return c.nonce
+}
+
+// generate asks the session for resources into the reused scratch slice. The
+// result is valid until the next call. ok is false for a type the engine does
+// not serve; other errors end the stream.
+func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []engine.Resource, ok bool, err error) {
+	res, err = c.sess.Generate(typeURL, names, wildcard, c.scratch[:0])
+	if cap(res) <= 1<<16 { // keep the scratch unless a huge push grew it
+		c.scratch = res[:0]
+	}
+	switch {
+	case errors.Is(err, engine.ErrUnknownType):
+		c.log.Debug("xds request for a type the engine does not serve", "type", typeURL)
+		return nil, false, nil
+	case err != nil:
+		c.log.Error("xds generate failed", "type", typeURL, "err", err)
+		return nil, false, status.Errorf(codes.Internal, "generate %s: %v", typeURL, err)
+	}
+	return res, true, nil
+}
+
+// send writes an assembled response of version and hands its buffer to
+// gRPC.
+func (c *conn) send(typeURL string, version uint64, buf *[]byte) error {
+	n := len(*buf)
+	c.msg = rawMessage{buf: buf, pool: bufPool}
+	if err := c.ss.SendMsg(&c.msg); err != nil {
+		return err // the stream is gone; its status is already decided
+	}
+	c.srv.metrics.Pushed(typeURL, n)
+	c.sess.Sent(typeURL, versionString(version))
+	return nil
+}
+
+// versionString formats a digest as the version_info sent on the wire.
+func versionString(v uint64) string {
+	var b [versionLen]byte
+	return string(appendHex(b[:0], v))
+}
+
+// nonceIs reports whether s is the decimal form of n, without allocating.
+func nonceIs(s string, n uint64) bool {
+	if len(s) != decimalLen(n) {
+		return false
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] != byte('0'+n%10) {
+			return false
+		}
+		n /= 10
+	}
+	return true
+}
+
+// typeRank orders types within a push as Envoy expects: clusters before
+// their endpoints, listeners before their routes (make-before-break), then
+// anything else in first-request order.
+func typeRank(typeURL string) int {
+	switch typeURL {
+	case engine.TypeCluster:
+		return 0
+	case engine.TypeEndpoint:
+		return 1
+	case engine.TypeListener:
+		return 2
+	case engine.TypeRoute:
+		return 3
+	}
+	return 4
+}
+
+// pushes reports whether push p covers typeURL.
+func pushes(p *engine.Push, typeURL string) bool {
+	if p.Full {
+		return true
+	}
+	for _, t := range p.Types {
+		if t == typeURL {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,198 @@
+package serve
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
+	"github.com/pilotfish-mesh/pilotfish/engine"
+)
+
+// State of the World, as Envoy and istiod speak it:
+//
+//   - Every response carries the complete set for its type: all resources for
+//     a wildcard subscription (CDS and LDS with no names, or an explicit "*"),
+//     otherwise the subscribed names that exist. version_info is a digest of
+//     the set's (name, version) pairs, identical on every stream and replica.
+//   - A request whose response_nonce is not the last nonce sent for its type
+//     is stale and ignored: a newer response is already on its way.
+//   - An ACK (current nonce, no error_detail) records the version; if it also
+//     changes the subscribed names, the new set is sent.
+//   - A NACK (current nonce, error_detail) is logged, counted and reported to
+//     the session, and never answered: resending the same bytes would loop.
+//     Only content that differs from what was rejected is pushed later.
+//   - A request without a nonce, or the first one for a type on this stream
+//     (a reconnect may carry another server's nonce), is answered at once.
+//   - A push regenerates the types it covers in CDS, EDS, LDS, RDS order and
+//     sends only those whose digest differs from the last one sent.
+//
+// Per type the stream keeps the subscribed names and three integers; it never
+// keeps per-resource versions, since the set digest decides "changed".
+
+// sotwType is one type URL's state on a SotW stream.
+type sotwType struct {
+	typeURL  string
+	names    []string // explicit subscriptions, sorted, unique, without "*"
+	wildcard bool
+	named    bool   // names were sent once: no more legacy wildcard
+	sent     bool   // a response went out for this type
+	nacked   bool   // the last response was rejected
+	digest   uint64 // version_info of the last response
+	nonce    uint64 // nonce of the last response
+}
+
+// sotwStream is the SotW protocol of one stream.
+type sotwStream struct {
+	*conn
+	types []*sotwType // ordered by typeRank, then first request
+}
+
+func newSotW(c *conn) protocol[*discoveryv3.DiscoveryRequest] {
+	return &sotwStream{conn: c}
+}
+
+func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
+	typeURL := req.GetTypeUrl()
+	if typeURL == "" {
+		s.log.Debug("xds request without type_url ignored")
+		return nil
+	}
+	t := s.state(typeURL)
+	if t.sent && req.GetResponseNonce() != "" {
+		if !nonceIs(req.GetResponseNonce(), t.nonce) {
+			s.log.Debug("xds stale request ignored", "type", typeURL, "nonce", req.GetResponseNonce())
+			return nil
+		}
+		if req.GetErrorDetail() != nil {
+			s.nack(t, req)
+			return nil
+		}
+		t.nacked = false
+		s.sess.Acked(typeURL, req.GetVersionInfo())
+		if !t.setNames(req.GetResourceNames()) {
+			return nil
+		}
+		return s.respond(t, true)
+	}
+	if req.GetErrorDetail() != nil {
+		// A reconnecting proxy reporting a rejection by another server.
+		s.log.Debug("xds initial request carries a rejection", "type", typeURL, "err", req.GetErrorDetail().GetMessage())
+	}
+	t.setNames(req.GetResourceNames())
+	return s.respond(t, true)
+}
+
+func (s *sotwStream) push(p engine.Push) error {
+	for _, t := range s.types {
+		if !t.sent || !pushes(&p, t.typeURL) {
+			continue
+		}
+		if t.typeURL == engine.TypeEndpoint && !p.Full && p.Endpoints != nil &&
+			!t.wildcard && !subscribedAny(t.names, p.Endpoints) {
+			continue // the endpoint fast path: none of this proxy's clusters changed
+		}
+		if err := s.respond(t, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// respond generates t's full set and sends it, unless force is false and its
+// digest equals the last one sent (unchanged, or the content the proxy
+// rejected).
+func (s *sotwStream) respond(t *sotwType, force bool) error {
+	var res []engine.Resource
+	if t.wildcard || len(t.names) > 0 {
+		var ok bool
+		var err error
+		if res, ok, err = s.generate(t.typeURL, t.names, t.wildcard); !ok {
+			return err
+		}
+	}
+	d := setDigest(res)
+	if !force && t.sent && d == t.digest {
+		return nil
+	}
+	h := wireHeader{version: d, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
+	buf := getBuf(sizeDiscoveryResponse(&h, res))
+	*buf = appendDiscoveryResponse(*buf, &h, res)
+	if err := s.send(t.typeURL, h.version, buf); err != nil {
+		return err
+	}
+	t.sent, t.digest, t.nonce = true, d, h.nonce
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("xds response sent", "type", t.typeURL, "resources", len(res),
+			"version", versionString(d), "nonce", h.nonce)
+	}
+	return nil
+}
+
+func (s *sotwStream) nack(t *sotwType, req *discoveryv3.DiscoveryRequest) {
+	t.nacked = true
+	version := versionString(t.digest)
+	msg := req.GetErrorDetail().GetMessage()
+	s.srv.metrics.Rejected(t.typeURL)
+	s.log.Warn("xds config rejected", "type", t.typeURL, "version", version, "err", msg)
+	s.sess.Nacked(t.typeURL, version, msg)
+}
+
+// state returns t's state, creating it in push order on first use.
+func (s *sotwStream) state(typeURL string) *sotwType {
+	for _, t := range s.types {
+		if t.typeURL == typeURL {
+			return t
+		}
+	}
+	t := &sotwType{typeURL: typeURL}
+	r := typeRank(typeURL)
+	i := 0
+	for i < len(s.types) && typeRank(s.types[i].typeURL) <= r {
+		i++
+	}
+	s.types = slices.Insert(s.types, i, t)
+	return t
+}
+
+// setNames applies a request's resource_names and reports whether the
+// subscription changed. names is the request's own slice: it is reordered
+// and kept.
+func (t *sotwType) setNames(names []string) bool {
+	wildcard := false
+	if len(names) == 0 && !t.named && wildcardType(t.typeURL) {
+		wildcard = true // legacy wildcard: CDS or LDS never named
+	}
+	if len(names) > 0 {
+		t.named = true
+	}
+	names = slices.DeleteFunc(names, func(n string) bool {
+		if n == "*" {
+			wildcard = true
+			return true
+		}
+		return false
+	})
+	slices.Sort(names)
+	names = slices.Compact(names)
+	changed := wildcard != t.wildcard || !slices.Equal(names, t.names)
+	t.wildcard, t.names = wildcard, names
+	return changed
+}
+
+// wildcardType reports whether an empty subscription to typeURL means "all"
+// (the xDS legacy wildcard, for Listener and Cluster only).
+func wildcardType(typeURL string) bool {
+	return typeURL == engine.TypeCluster || typeURL == engine.TypeListener
+}
+
+// subscribedAny reports whether any of names is in the sorted list subs.
+func subscribedAny(subs, names []string) bool {
+	for _, n := range names {
+		if _, ok := slices.BinarySearch(subs, n); ok {
+			return true
+		}
+	}
+	return false
+}
