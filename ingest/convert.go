@@ -1,0 +1,224 @@
+package ingest
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// Converter turns decoded objects into index batch operations. It remembers
+// which rows each object produced, so that an update removes the rows an
+// object no longer produces (a ServiceEntry that drops a host) and a delete
+// removes them all. It is used by one source goroutine at a time.
+type Converter struct {
+	syms   *index.Symbols
+	labels *index.LabelSets
+	// DomainSuffix is the cluster DNS domain ("cluster.local").
+	domain   string
+	produced map[ObjectKey][]rowRef
+}
+
+// rowRef names one row an object produced.
+type rowRef struct {
+	table   rowTable
+	service index.ServiceKey
+	source  index.Sym // endpoint group source, for tableEndpoints
+	wl      index.WorkloadKey
+	cfgKind index.ConfigKind
+	cfg     index.ConfigKey
+	ns      index.Sym
+}
+
+type rowTable uint8
+
+const (
+	tableNamespaces rowTable = iota
+	tableWorkloads
+	tableServices
+	tableEndpoints
+	tableConfigs
+)
+
+// NewConverter returns a converter for the writer's symbol tables; domain is
+// the cluster DNS suffix, e.g. "cluster.local".
+func NewConverter(w *index.Writer, domain string) *Converter {
+	return &Converter{syms: w.Symbols(), labels: w.Labels(), domain: domain, produced: map[ObjectKey][]rowRef{}}
+}
+
+// Put adds the operations that make the index reflect o.
+func (c *Converter) Put(b *index.Batch, o *Object) {
+	refs := c.rows(b, o)
+	c.retire(b, c.produced[o.Key()], refs)
+	if len(refs) == 0 {
+		delete(c.produced, o.Key())
+		return
+	}
+	c.produced[o.Key()] = refs
+}
+
+// Delete adds the operations that remove every row the object produced.
+func (c *Converter) Delete(b *index.Batch, k ObjectKey) {
+	c.retire(b, c.produced[k], nil)
+	delete(c.produced, k)
+}
+
+// Known reports whether an object with key k has been put.
+func (c *Converter) Known(k ObjectKey) bool {
+	_, ok := c.produced[k]
+	return ok
+}
+
+// retire deletes the rows in old that are not in keep.
+func (c *Converter) retire(b *index.Batch, old, keep []rowRef) {
+	for _, r := range old {
+		if containsRef(keep, r) {
+			continue
+		}
+		switch r.table {
+		case tableNamespaces:
+			b.DeleteNamespace(r.ns)
+		case tableWorkloads:
+			b.DeleteWorkload(r.wl)
+		case tableServices:
+			b.DeleteService(r.service)
+		case tableEndpoints:
+			b.DeleteEndpoints(r.service, r.source)
+		case tableConfigs:
+			b.DeleteConfig(r.cfgKind, r.cfg)
+		}
+	}
+}
+
+func containsRef(refs []rowRef, r rowRef) bool {
+	for _, x := range refs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// rows emits the Put operations for o and returns the rows it produced.
+func (c *Converter) rows(b *index.Batch, o *Object) []rowRef {
+	switch o.Kind {
+	case KindNamespace:
+		return c.namespace(b, o)
+	case KindService:
+		return c.service(b, o)
+	case KindEndpointSlice:
+		return c.endpointSlice(b, o)
+	case KindPod:
+		return c.pod(b, o)
+	case KindServiceEntry:
+		return c.serviceEntry(b, o)
+	case KindWorkloadEntry:
+		return c.workloadEntry(b, o)
+	default:
+		if kind, ok := configKinds[o.Kind]; ok {
+			return []rowRef{c.config(b, o, kind, nil)}
+		}
+	}
+	return nil
+}
+
+var configKinds = map[Kind]index.ConfigKind{
+	KindVirtualService:        index.ConfigVirtualService,
+	KindDestinationRule:       index.ConfigDestinationRule,
+	KindGateway:               index.ConfigGateway,
+	KindSidecar:               index.ConfigSidecar,
+	KindServiceEntry:          index.ConfigServiceEntry,
+	KindWorkloadEntry:         index.ConfigWorkloadEntry,
+	KindAuthorizationPolicy:   index.ConfigAuthorizationPolicy,
+	KindPeerAuthentication:    index.ConfigPeerAuthentication,
+	KindRequestAuthentication: index.ConfigRequestAuthentication,
+}
+
+// sym interns s.
+func (c *Converter) sym(s string) index.Sym { return c.syms.Intern(s) }
+
+// labelSet interns a label map.
+func (c *Converter) labelSet(m map[string]string) index.LabelSetID {
+	if len(m) == 0 {
+		return 0
+	}
+	ls := make([]index.Label, 0, len(m))
+	for k, v := range m {
+		ls = append(ls, index.Label{Key: c.sym(k), Value: c.sym(v)})
+	}
+	return c.labels.Intern(ls)
+}
+
+// fqdn resolves a short host name relative to namespace ns, as istiod does
+// for VirtualService and DestinationRule hosts: a name without a dot is a
+// Kubernetes service in ns.
+func (c *Converter) fqdn(host, ns string) string {
+	if host == "*" || strings.Contains(host, ".") {
+		return host
+	}
+	return host + "." + ns + ".svc." + c.domain
+}
+
+// exportTo converts an exportTo list ("*", ".", "~", namespaces).
+func (c *Converter) exportTo(list []string) index.ExportTo {
+	var e index.ExportTo
+	for _, x := range list {
+		switch x {
+		case "*":
+			return index.ExportTo{}
+		case ".":
+			e.Private = true
+		case "~":
+			return index.ExportTo{None: true}
+		default:
+			e.Namespaces = append(e.Namespaces, c.sym(x))
+		}
+	}
+	return e
+}
+
+// parsePrefix parses an IP or CIDR; it reports false for anything else.
+func parsePrefix(s string) (netip.Prefix, bool) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p, true
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), true
+	}
+	return netip.Prefix{}, false
+}
+
+// protocolOf maps an Istio protocol name or port-name prefix to a Protocol,
+// following Istio's protocol selection: "http", "http-web", "grpc-api"...
+func protocolOf(name string) index.Protocol {
+	p := strings.ToLower(name)
+	if i := strings.IndexByte(p, '-'); i >= 0 {
+		p = p[:i]
+	}
+	switch p {
+	case "http":
+		return index.ProtocolHTTP
+	case "http2":
+		return index.ProtocolHTTP2
+	case "https":
+		return index.ProtocolHTTPS
+	case "grpc":
+		if strings.HasPrefix(strings.ToLower(name), "grpc-web") {
+			return index.ProtocolGRPCWeb
+		}
+		return index.ProtocolGRPC
+	case "tcp":
+		return index.ProtocolTCP
+	case "tls":
+		return index.ProtocolTLS
+	case "mongo":
+		return index.ProtocolMongo
+	case "redis":
+		return index.ProtocolRedis
+	case "mysql":
+		return index.ProtocolMySQL
+	case "udp":
+		return index.ProtocolUDP
+	}
+	return index.ProtocolUnknown
+}
