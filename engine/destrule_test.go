@@ -90,4 +90,3 @@ func TestDestinationRuleLookup(t *testing.T) {
 		})
 	}
 }
-
