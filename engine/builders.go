@@ -1,4 +1,8 @@
 package engine
 
 // builders maps each served type URL to its generator (build_*.go).
-var builders = map[string]builder{}
+var builders = map[string]builder{
+	TypeCluster:  buildClusters,
+	TypeEndpoint: buildEndpoints,
+	TypeRoute:    buildRoutes,
+}

@@ -238,10 +238,11 @@ func TestThrottleBoundsConcurrentPushes(t *testing.T) {
 func TestGRPCFastPathFollowsNamedSubscriptions(t *testing.T) {
 	m := newTestMesh(t)
 	e := New(m.w, Options{DebounceAfter: 5 * time.Millisecond})
+	saved := builders[TypeEndpoint]
 	builders[TypeEndpoint] = func(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 		return dst, nil
 	}
-	defer delete(builders, TypeEndpoint)
+	defer func() { builders[TypeEndpoint] = saved }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go e.Run(ctx)
