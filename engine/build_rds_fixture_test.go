@@ -245,6 +245,8 @@ func istiodListeners(t testing.TB, file string) map[string]*listener.Listener {
 
 func asList(v any) []any { l, _ := v.([]any); return l }
 
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
 func unmarshalJSON(t testing.TB, v any, m proto.Message) {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -17,7 +17,8 @@ import (
 func httpBench(t testing.TB, n int) *index.Snapshot {
 	f := newMeshFixture(t)
 	f.kubeService("kubernetes", "default", "10.0.0.1", index.Port{Name: f.sym("https"), Number: 443, Protocol: index.ProtocolHTTPS})
-	f.serviceEntry("proxy-service-instance", "default", []string{"example.com"}, nil, index.ResolutionClientSideLB, httpPort(80))
+	se := f.serviceEntry("proxy-service-instance", "default", []string{"example.com"}, nil, index.ResolutionClientSideLB, httpPort(80))
+	f.endpoints(se[0], "proxy-service-instance", nil, "1.1.1.1")
 	for i := range n {
 		f.serviceEntry(fmt.Sprint("service-", i), "default", []string{fmt.Sprintf("random-%d.host.example", i)},
 			[]string{fmt.Sprintf("240.240.%d.%d", i/255, i%255)}, index.ResolutionClientSideLB, httpPort(80))
@@ -30,7 +31,8 @@ func httpBench(t testing.TB, n int) *index.Snapshot {
 func vsBench(t testing.TB, n int) *index.Snapshot {
 	f := newMeshFixture(t)
 	f.kubeService("kubernetes", "default", "10.0.0.1", index.Port{Name: f.sym("https"), Number: 443, Protocol: index.ProtocolHTTPS})
-	f.serviceEntry("proxy-service-instance", "default", []string{"example.com"}, nil, index.ResolutionClientSideLB, httpPort(80))
+	se := f.serviceEntry("proxy-service-instance", "default", []string{"example.com"}, nil, index.ResolutionClientSideLB, httpPort(80))
+	f.endpoints(se[0], "proxy-service-instance", nil, "1.1.1.1")
 	for i := range n {
 		host := fmt.Sprintf("random-%d.host.example", i)
 		f.virtualService(fmt.Sprint("vs-", i), "default", &networking.VirtualService{
@@ -72,7 +74,9 @@ func TestRoutesMatchIstiod(t *testing.T) {
 		snap       func(testing.TB, int) *index.Snapshot
 	}{
 		{"http", "http.s10.sidecar.json", httpBench},
+		{"http 1.1.1.1", "http.s10.sidecar-1.1.1.1.json", httpBench},
 		{"virtualservice", "virtualservice.s10.sidecar.json", vsBench},
+		{"virtualservice 1.1.1.1", "virtualservice.s10.sidecar-1.1.1.1.json", vsBench},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,6 +38,12 @@ type routeView struct {
 	// destinations maps a VirtualService to the ExternalName services its
 	// routes name.
 	destinations map[*index.Config][]*index.Service
+	// tcpRoutes maps a service hostname to the VirtualServices with TCP or
+	// TLS routes for it, in precedence order (istiod's getConfigsForHost).
+	tcpRoutes map[index.Sym][]*index.Config
+	// tcpDestinations maps such a VirtualService to the services its TCP
+	// and TLS routes name.
+	tcpDestinations map[*index.Config][]*index.Service
 }
 
 // vsWrapper is one VirtualService's share of the outbound virtual hosts.
@@ -100,6 +106,9 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 		routedBy:     map[index.Sym]*index.Config{},
 		aliases:      map[index.Sym][]*index.Service{},
 		destinations: map[*index.Config][]*index.Service{},
+
+		tcpRoutes:       map[index.Sym][]*index.Config{},
+		tcpDestinations: map[*index.Config][]*index.Service{},
 	}
 	snap.Configs(index.ConfigVirtualService, func(c *index.Config) bool {
 		vs := vsSpec(c)
@@ -240,6 +249,7 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 			v.destinations[c] = dests
 		}
 	}
+	v.addTCPRoutes(sc, mesh)
 	return v
 }
 
@@ -274,21 +284,45 @@ func hostMatches(a, b string) bool {
 	return a == b
 }
 
-// tcpVirtualServices returns the VirtualServices (in precedence order)
-// with a host that matches hostname, for TCP and TLS routing (istiod's
-// getConfigsForHost).
-func (v *routeView) tcpVirtualServices(snap *index.Snapshot, hostname string, dst []*index.Config) []*index.Config {
+// addTCPRoutes indexes the VirtualServices with TCP or TLS routes by the
+// hosts they match, and the services those routes name.
+func (v *routeView) addTCPRoutes(sc *Scope, mesh *encode.Mesh) {
+	snap := sc.Snapshot
 	for _, c := range v.virtualServices {
 		vs := vsSpec(c)
 		if len(vs.GetTcp()) == 0 && len(vs.GetTls()) == 0 {
 			continue
 		}
-		for _, h := range c.Hosts {
-			if hostMatches(snap.String(h), hostname) {
-				dst = append(dst, c)
-				break
+		for _, id := range sc.Services {
+			svc := snap.ServiceByID(id)
+			host := snap.String(svc.Key.Host)
+			for _, h := range c.Hosts {
+				if hostMatches(snap.String(h), host) {
+					v.tcpRoutes[svc.Key.Host] = append(v.tcpRoutes[svc.Key.Host], c)
+					break
+				}
 			}
 		}
+		var dests []*index.Service
+		visit := func(d *networking.Destination) {
+			h, ok := snap.Symbols.Lookup(resolveHost(d.GetHost(), snap.String(c.Key.Namespace), mesh.DomainSuffix))
+			if !ok {
+				return
+			}
+			if svc := sc.Service(h); svc != nil && !slices.Contains(dests, svc) {
+				dests = append(dests, svc)
+			}
+		}
+		for _, r := range vs.GetTcp() {
+			for _, d := range r.GetRoute() {
+				visit(d.GetDestination())
+			}
+		}
+		for _, r := range vs.GetTls() {
+			for _, d := range r.GetRoute() {
+				visit(d.GetDestination())
+			}
+		}
+		v.tcpDestinations[c] = dests
 	}
-	return dst
 }

@@ -1,0 +1,122 @@
+package encode
+
+import (
+	"strconv"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// GRPCServerListenerPrefix starts the names of the listeners xDS-enabled
+// gRPC servers request (istio-agent's bootstrap sets the template
+// "xds.istio.io/grpc/lds/inbound/%s"; %s is IP:PORT).
+const GRPCServerListenerPrefix = "xds.istio.io/grpc/lds/inbound/"
+
+// GRPCListenerKey is every input of a proxyless gRPC client listener: the
+// name the client asked for ("HOST:PORT", the target of xds:///HOST:PORT)
+// and the service port it resolves to.
+type GRPCListenerKey struct {
+	Syms *index.Symbols // resolver; not hashed
+	// Name is the listener name as requested (the client may use a short
+	// name; the listener answers under the name it asked for).
+	Name    string
+	Service *index.Service
+	Port    uint32
+}
+
+// Hash feeds every field but Syms.
+func (k *GRPCListenerKey) Hash() uint64 {
+	h := NewHasher("GRPCListenerKey")
+	h.Str(k.Name)
+	hashSvcRow(&h, k.Service)
+	h.U32(k.Port)
+	return h.Sum()
+}
+
+// GRPCListener is istiod's grpcgen outbound listener: an api_listener whose
+// connection manager takes routes from RDS over ADS, named like the
+// service's cluster, with the filters gRPC supports (fault, router).
+func GRPCListener(k *GRPCListenerKey) (string, proto.Message) {
+	host := k.Syms.String(k.Service.Key.Host)
+	addr := "0.0.0.0"
+	if len(k.Service.Addresses) > 0 && k.Service.Addresses[0].IsSingleIP() {
+		addr = k.Service.Addresses[0].Addr().String()
+	}
+	h := &hcm.HttpConnectionManager{
+		HttpFilters: grpcClientHTTPFilters(),
+		RouteSpecifier: &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{
+			ConfigSource:    &core.ConfigSource{ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}}},
+			RouteConfigName: outboundClusterName(k.Port, "", host),
+		}},
+	}
+	return k.Name, &listener.Listener{
+		Name:        k.Name,
+		Address:     lsAddress(addr, k.Port),
+		ApiListener: &listener.ApiListener{ApiListener: rtAny(h)},
+	}
+}
+
+// GRPCServerListenerKey is every input of the listener of an xDS-enabled
+// gRPC server on one of the proxy's service ports.
+type GRPCServerListenerKey struct {
+	// Name is the requested name, GRPCServerListenerPrefix + "IP:PORT".
+	Name string
+	// Host and Port are the listen address from the name.
+	Host string
+	Port uint32
+}
+
+// Hash feeds every field.
+func (k *GRPCServerListenerKey) Hash() uint64 {
+	h := NewHasher("GRPCServerListenerKey")
+	h.Str(k.Name)
+	h.Str(k.Host)
+	h.U32(k.Port)
+	return h.Sum()
+}
+
+// GRPCServerListener is istiod's grpcgen inbound listener: one plaintext
+// chain (istiod turns PERMISSIVE into plaintext for gRPC, which cannot
+// match on transport) whose inline routes accept every RPC
+// (NonForwardingAction), with the router filter. Authorization policies
+// (RBAC filters) are a later addition.
+//
+// The virtual host is named "inbound"; istiod leaves it unnamed, which
+// gRPC accepts and Envoy's validation does not.
+func GRPCServerListener(k *GRPCServerListenerKey) (string, proto.Message) {
+	h := &hcm.HttpConnectionManager{
+		RouteSpecifier: &hcm.HttpConnectionManager_RouteConfig{RouteConfig: &route.RouteConfiguration{
+			Name: "inbound",
+			VirtualHosts: []*route.VirtualHost{{
+				Name:    "inbound",
+				Domains: []string{"*"},
+				Routes: []*route.Route{{
+					Match:  &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},
+					Action: &route.Route_NonForwardingAction{NonForwardingAction: &route.NonForwardingAction{}},
+				}},
+			}},
+		}},
+		HttpFilters: []*hcm.HttpFilter{hfRouter},
+	}
+	return k.Name, &listener.Listener{
+		Name:    k.Name,
+		Address: lsAddress(k.Host, k.Port),
+		FilterChains: []*listener.FilterChain{{
+			Name: "inbound-plaintext",
+			Filters: []*listener.Filter{{
+				Name:       "inbound-hcmplaintext",
+				ConfigType: &listener.Filter_TypedConfig{TypedConfig: rtAny(h)},
+			}},
+		}},
+	}
+}
+
+// GRPCListenerName is the name of a client listener, "HOST:PORT".
+func GRPCListenerName(host string, port uint32) string {
+	return host + ":" + strconv.FormatUint(uint64(port), 10)
+}

@@ -1,0 +1,91 @@
+package encode
+
+import (
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// Filter names.
+const (
+	hcmFilterName      = "envoy.filters.network.http_connection_manager"
+	tcpProxyFilterName = "envoy.filters.network.tcp_proxy"
+)
+
+// lsADS is the config source of RDS on sidecars: ADS, no initial fetch
+// timeout, v3.
+var lsADS = &core.ConfigSource{
+	ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}},
+	InitialFetchTimeout:   durationpb.New(0),
+	ResourceApiVersion:    core.ApiVersion_V3,
+}
+
+// hcmOpts are the inputs of a sidecar HTTP connection manager.
+type hcmOpts struct {
+	statPrefix  string
+	rds         string                    // RDS route name, or
+	routeConfig *route.RouteConfiguration // an inline route configuration
+	inbound     bool
+	protocol    index.Protocol
+}
+
+// lsHCM is istiod's buildHTTPConnectionManager for sidecars, without
+// tracing and access logs (telemetry is configured elsewhere).
+func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
+	h := &hcm.HttpConnectionManager{
+		StatPrefix:                   o.statPrefix,
+		StreamIdleTimeout:            durationpb.New(0),
+		UseRemoteAddress:             wrapperspb.Bool(false),
+		UpgradeConfigs:               []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		NormalizePath:                wrapperspb.Bool(true),
+		PathWithEscapedSlashesAction: hcm.HttpConnectionManager_KEEP_UNCHANGED,
+		RequestIdExtension:           hfUUIDRequestID,
+		Proxy_100Continue:            true,
+	}
+	if o.rds != "" {
+		h.RouteSpecifier = &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{ConfigSource: lsADS, RouteConfigName: o.rds}}
+	} else {
+		h.RouteSpecifier = &hcm.HttpConnectionManager_RouteConfig{RouteConfig: o.routeConfig}
+	}
+	grpcWeb := o.protocol == index.ProtocolGRPCWeb
+	if o.inbound {
+		h.HttpFilters = sidecarInboundHTTPFilters(grpcWeb)
+		h.ServerName = "istio-envoy"
+		h.ForwardClientCertDetails = hcm.HttpConnectionManager_APPEND_FORWARD
+		h.SetCurrentClientCertDetails = &hcm.HttpConnectionManager_SetCurrentClientCertDetails{
+			Subject: wrapperspb.Bool(true), Dns: true, Uri: true,
+		}
+		if o.protocol == index.ProtocolHTTP2 || o.protocol == index.ProtocolGRPC {
+			h.Http2ProtocolOptions = &core.Http2ProtocolOptions{}
+		}
+	} else {
+		h.HttpFilters = sidecarOutboundHTTPFilters(grpcWeb)
+	}
+	return h
+}
+
+func lsHCMFilter(h *hcm.HttpConnectionManager) *listener.Filter {
+	return &listener.Filter{Name: hcmFilterName, ConfigType: &listener.Filter_TypedConfig{TypedConfig: rtAny(h)}}
+}
+
+func lsTCPProxy(statPrefix, cluster string) *listener.Filter {
+	return lsTCPProxyFilter(&tcp.TcpProxy{StatPrefix: statPrefix, ClusterSpecifier: &tcp.TcpProxy_Cluster{Cluster: cluster}})
+}
+
+func lsTCPProxyFilter(p *tcp.TcpProxy) *listener.Filter {
+	return &listener.Filter{Name: tcpProxyFilterName, ConfigType: &listener.Filter_TypedConfig{TypedConfig: rtAny(p)}}
+}
+
+// lsAddress builds a socket address.
+func lsAddress(addr string, port uint32) *core.Address {
+	return &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+		Address:       addr,
+		PortSpecifier: &core.SocketAddress_PortValue{PortValue: port},
+	}}}
+}

@@ -1,0 +1,219 @@
+package encode
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tcp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+func parsePrefixOrAddr(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// lsIsTLS: TLS and HTTPS ports carry TLS the sidecar does not terminate.
+func lsIsTLS(p index.Protocol) bool { return p == index.ProtocolTLS || p == index.ProtocolHTTPS }
+
+// serviceCIDRs returns the destination CIDRs of a service on a wildcard
+// listener: its addresses when the first one is a CIDR (istiod falls back
+// to 0.0.0.0 with a prefix match), else none.
+func (k *OutboundListenerKey) serviceCIDRs(svc *index.Service) []string {
+	if !k.wildcard() || len(svc.Addresses) == 0 || svc.Addresses[0].IsSingleIP() {
+		return nil
+	}
+	out := make([]string, 0, len(svc.Addresses))
+	for _, a := range svc.Addresses {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+// hasVIP reports whether a service has a single-address VIP.
+func hasVIP(svc *index.Service) bool {
+	return len(svc.Addresses) > 0 && svc.Addresses[0].IsSingleIP() && !svc.Addresses[0].Addr().IsUnspecified()
+}
+
+// tcpChains is istiod's buildSidecarOutboundTCPListenerOpts: TLS chains
+// for TLS ports, TCP chains otherwise.
+func (k *OutboundListenerKey) tcpChains(ls *ListenerService) []*lsChain {
+	p := ls.Service.PortByNumber(k.Port).Protocol
+	if lsIsTLS(p) {
+		return k.tlsChains(ls)
+	}
+	return k.plainTCPChains(ls)
+}
+
+// lsTCPMatch evaluates a TCP or TLS match's static predicates for a
+// sidecar (gateways, port, source namespace; source labels are unknown to
+// a class, so a match with labels never applies).
+func (k *OutboundListenerKey) lsMatches(gateways []string, labels map[string]string, port uint32, sourceNS string) bool {
+	if len(gateways) > 0 && !slices.Contains(gateways, meshGatewayName) {
+		return false
+	}
+	if len(labels) > 0 {
+		return false
+	}
+	if port != 0 && port != k.Port {
+		return false
+	}
+	return sourceNS == "" || sourceNS == k.Namespace
+}
+
+// tlsChains is istiod's buildSidecarOutboundTLSFilterChainOpts.
+func (k *OutboundListenerKey) tlsChains(ls *ListenerService) []*lsChain {
+	cidrs := k.serviceCIDRs(ls.Service)
+	var out []*lsChain
+	var handled []string
+	for _, c := range ls.VirtualServices {
+		vs, _ := c.Spec.(*networking.VirtualService)
+		for _, tr := range vs.GetTls() {
+			if len(tr.GetRoute()) == 0 {
+				continue
+			}
+			for _, m := range tr.GetMatch() {
+				if !k.lsMatches(m.GetGateways(), m.GetSourceLabels(), m.GetPort(), m.GetSourceNamespace()) {
+					continue
+				}
+				chainCIDRs := cidrs
+				if len(m.GetDestinationSubnets()) > 0 {
+					chainCIDRs = m.GetDestinationSubnets()
+				}
+				h := strings.Join(m.GetSniHosts(), ",") + "|" + strings.Join(m.GetDestinationSubnets(), ",")
+				if !slices.Contains(handled, h) {
+					out = append(out, &lsChain{
+						metadata: rtConfigMetadata("virtual-service", k.Syms.String(c.Key.Namespace), k.Syms.String(c.Key.Name)),
+						sni:      m.GetSniHosts(),
+						cidrs:    chainCIDRs,
+						filters:  k.routeFilters(ls, c, tr.GetRoute()),
+					})
+					handled = append(handled, h)
+				}
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	host := k.Syms.String(ls.Service.Key.Host)
+	var sni []string
+	if len(cidrs) > 0 || (!hasVIP(ls.Service) && k.wildcard()) {
+		sni = []string{host}
+	}
+	cluster := outboundClusterName(k.servicePort(ls.Service), "", host)
+	return []*lsChain{{sni: sni, cidrs: cidrs, filters: []*listener.Filter{lsTCPProxy(cluster, cluster)}}}
+}
+
+// servicePort is the port a route without one goes to: the service's only
+// port, else the listener's.
+func (k *OutboundListenerKey) servicePort(svc *index.Service) uint32 {
+	if svc != nil && len(svc.Ports) == 1 {
+		return svc.Ports[0].Number
+	}
+	return k.Port
+}
+
+// plainTCPChains is istiod's buildSidecarOutboundTCPFilterChainOpts.
+func (k *OutboundListenerKey) plainTCPChains(ls *ListenerService) []*lsChain {
+	cidrs := k.serviceCIDRs(ls.Service)
+	var out []*lsChain
+	defaultAdded := false
+loop:
+	for _, c := range ls.VirtualServices {
+		vs, _ := c.Spec.(*networking.VirtualService)
+		meta := rtConfigMetadata("virtual-service", k.Syms.String(c.Key.Namespace), k.Syms.String(c.Key.Name))
+		for _, tr := range vs.GetTcp() {
+			if len(tr.GetRoute()) == 0 {
+				continue
+			}
+			if len(tr.GetMatch()) == 0 {
+				out = append(out, &lsChain{metadata: meta, cidrs: cidrs, filters: k.routeFilters(ls, c, tr.GetRoute())})
+				defaultAdded = true
+				break loop
+			}
+			var subnets []string
+			for _, m := range tr.GetMatch() {
+				if !k.lsMatches(m.GetGateways(), m.GetSourceLabels(), m.GetPort(), m.GetSourceNamespace()) {
+					continue
+				}
+				if len(m.GetDestinationSubnets()) == 0 {
+					out = append(out, &lsChain{metadata: meta, cidrs: cidrs, filters: k.routeFilters(ls, c, tr.GetRoute())})
+					defaultAdded = true
+					break loop
+				}
+				subnets = append(subnets, m.GetDestinationSubnets()...)
+			}
+			if len(subnets) > 0 {
+				out = append(out, &lsChain{cidrs: subnets, filters: k.routeFilters(ls, c, tr.GetRoute())})
+				if lsSameSet(subnets, cidrs, "") {
+					defaultAdded = true
+				}
+			}
+		}
+	}
+	if !defaultAdded {
+		host := k.Syms.String(ls.Service.Key.Host)
+		cluster := outboundClusterName(k.servicePort(ls.Service), "", host)
+		out = append(out, &lsChain{cidrs: cidrs, filters: []*listener.Filter{lsTCPProxy(cluster, cluster)}})
+	}
+	return out
+}
+
+// routeFilters is istiod's buildOutboundNetworkFilters: a TCP proxy to one
+// destination, or weighted over several.
+func (k *OutboundListenerKey) routeFilters(ls *ListenerService, c *index.Config, routes []*networking.RouteDestination) []*listener.Filter {
+	ns := k.Syms.String(c.Key.Namespace)
+	if len(routes) == 1 {
+		cluster := k.destinationCluster(ls, routes[0].GetDestination(), ns)
+		return []*listener.Filter{lsTCPProxy(cluster, cluster)}
+	}
+	w := &tcp.TcpProxy_WeightedCluster{}
+	for _, r := range routes {
+		if r.GetWeight() > 0 {
+			w.Clusters = append(w.Clusters, &tcp.TcpProxy_WeightedCluster_ClusterWeight{
+				Name:   k.destinationCluster(ls, r.GetDestination(), ns),
+				Weight: uint32(r.GetWeight()),
+			})
+		}
+	}
+	return []*listener.Filter{lsTCPProxyFilter(&tcp.TcpProxy{
+		StatPrefix:       k.Syms.String(c.Key.Name) + "." + ns,
+		ClusterSpecifier: &tcp.TcpProxy_WeightedClusters{WeightedClusters: w},
+	})}
+}
+
+// destinationCluster is istiod's GetDestinationCluster for TCP routes: the
+// destination's port, else the destination service's only port, else the
+// listener's.
+func (k *OutboundListenerKey) destinationCluster(ls *ListenerService, d *networking.Destination, ns string) string {
+	if d.GetHost() == "" {
+		return "UnknownService"
+	}
+	host := rtResolveHost(d.GetHost(), ns, k.DomainSuffix)
+	var svc *index.Service
+	for _, s := range ls.Destinations {
+		if k.Syms.String(s.Key.Host) == host {
+			svc = s
+			break
+		}
+	}
+	port := k.Port
+	switch {
+	case d.GetPort() != nil:
+		port = d.GetPort().GetNumber()
+	case svc != nil && len(svc.Ports) == 1:
+		port = svc.Ports[0].Number
+	}
+	return outboundClusterName(port, d.GetSubset(), host)
+}
