@@ -55,7 +55,12 @@ type EndpointPort struct {
 // a ServiceEntry selects. Endpoints of a group share their ports.
 type EndpointGroup struct {
 	// Source names the contributing object, e.g. the EndpointSlice's name.
-	Source    Sym
+	Source Sym
+	// Pods: the endpoints are Kubernetes pods (an EndpointSlice). Their
+	// labels, service account, network and TLS mode come from the Pod with
+	// the endpoint's address, now and whenever that Pod changes; the slice
+	// need not name it, so an endpoint carries no per-pod string.
+	Pods      bool
 	Ports     []EndpointPort
 	Endpoints []Endpoint
 	Hash      uint64
@@ -64,6 +69,7 @@ type EndpointGroup struct {
 func (g *EndpointGroup) computeHash() uint64 {
 	h := newHasher()
 	h.sym(g.Source)
+	h.boolean(g.Pods)
 	h.u32(uint32(len(g.Ports)))
 	for _, p := range g.Ports {
 		h.sym(p.Name)

@@ -7,18 +7,24 @@ import (
 	"unsafe"
 )
 
-func TestEndpointResolvesWorkload(t *testing.T) {
+func TestPodEndpointsFollowTheirPod(t *testing.T) {
 	w := NewWriter()
 	sy, ls := w.Symbols(), w.Labels()
 	ns, pod := sy.Intern("shop"), sy.Intern("cart-1")
-	svc := ServiceKey{Host: sy.Intern("cart.shop.svc.cluster.local"), Namespace: ns}
+	app := ls.Intern([]Label{{sy.Intern("app"), sy.Intern("cart")}})
 	v1 := ls.Intern([]Label{{sy.Intern("app"), sy.Intern("cart")}, {sy.Intern("version"), sy.Intern("v1")}})
 	v2 := ls.Intern([]Label{{sy.Intern("app"), sy.Intern("cart")}, {sy.Intern("version"), sy.Intern("v2")}})
+	other := ls.Intern([]Label{{sy.Intern("app"), sy.Intern("other")}})
+	svc := ServiceKey{Host: sy.Intern("cart.shop.svc.cluster.local"), Namespace: ns}
 	addr := netip.MustParseAddr("10.244.0.7")
+	podRow := func(labels LabelSetID) Workload {
+		return Workload{Key: WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: pod}, Addr: addr, Labels: labels, ServiceAccount: sy.Intern("cart"), TLSMode: TLSModeIstio}
+	}
 
 	// The slice arrives before its Pod: the endpoint has no labels yet.
 	var b Batch
-	b.PutEndpoints(svc, EndpointGroup{Source: sy.Intern("cart-abc"), Endpoints: []Endpoint{{Addr: addr, Workload: pod}}})
+	b.PutService(Service{Key: svc, Origin: OriginKubernetes, HasSelector: true, Selector: app})
+	b.PutEndpoints(svc, EndpointGroup{Source: sy.Intern("cart-abc"), Pods: true, Endpoints: []Endpoint{{Addr: addr}}})
 	w.Apply(&b)
 	if got := w.Snapshot().Endpoints(svc).Groups[0].Endpoints[0].Labels; got != 0 {
 		t.Fatalf("labels before the pod exists = %d, want 0", got)
@@ -26,7 +32,7 @@ func TestEndpointResolvesWorkload(t *testing.T) {
 
 	// The Pod arrives: the endpoint picks up its labels and service account.
 	b = Batch{}
-	b.PutWorkload(Workload{Key: WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: pod}, Addr: addr, Labels: v1, ServiceAccount: sy.Intern("cart"), TLSMode: TLSModeIstio})
+	b.PutWorkload(podRow(v1))
 	cs := w.Apply(&b)
 	e := w.Snapshot().Endpoints(svc).Groups[0].Endpoints[0]
 	if e.Labels != v1 || e.ServiceAccount != sy.Intern("cart") || e.TLSMode != TLSModeIstio {
@@ -38,15 +44,27 @@ func TestEndpointResolvesWorkload(t *testing.T) {
 
 	// The Pod is relabelled: the endpoint follows.
 	b = Batch{}
-	b.PutWorkload(Workload{Key: WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: pod}, Addr: addr, Labels: v2, ServiceAccount: sy.Intern("cart"), TLSMode: TLSModeIstio})
+	b.PutWorkload(podRow(v2))
 	w.Apply(&b)
 	if got := w.Snapshot().Endpoints(svc).Groups[0].Endpoints[0].Labels; got != v2 {
 		t.Fatalf("labels after relabel = %d, want %d", got, v2)
 	}
 
+	// Pod and slice in one batch: resolved at once.
+	svc2 := ServiceKey{Host: sy.Intern("cart2.shop.svc.cluster.local"), Namespace: ns}
+	addr2 := netip.MustParseAddr("10.244.0.8")
+	b = Batch{}
+	b.PutService(Service{Key: svc2, Origin: OriginKubernetes, HasSelector: true, Selector: app})
+	b.PutEndpoints(svc2, EndpointGroup{Source: sy.Intern("cart2-abc"), Pods: true, Endpoints: []Endpoint{{Addr: addr2}}})
+	b.PutWorkload(Workload{Key: WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: sy.Intern("cart2-1")}, Addr: addr2, Labels: v1})
+	w.Apply(&b)
+	if got := w.Snapshot().Endpoints(svc2).Groups[0].Endpoints[0].Labels; got != v1 {
+		t.Fatalf("same-batch pod: labels %d, want %d", got, v1)
+	}
+
 	// An unrelated pod changes: no endpoint change.
 	b = Batch{}
-	b.PutWorkload(Workload{Key: WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: sy.Intern("other")}, Labels: v1})
+	b.PutWorkload(Workload{Key: WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: sy.Intern("other")}, Addr: netip.MustParseAddr("10.244.9.9"), Labels: other})
 	if cs := w.Apply(&b); len(cs.Endpoints) != 0 {
 		t.Fatalf("unrelated pod changed endpoints %v", cs.Endpoints)
 	}

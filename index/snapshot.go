@@ -96,9 +96,6 @@ type Snapshot struct {
 	namespaces table[symKey, Namespace]
 	configs    [NumConfigKinds]table[ConfigKey, Config]
 	endpoints  pmap[ServiceKey, *EndpointShard]
-	// workloadRefs: workload → services whose shards reference it, so a
-	// workload change re-resolves exactly those shards.
-	workloadRefs pmap[WorkloadKey, []ServiceKey]
 }
 
 // Service returns the service with key k.

@@ -132,6 +132,31 @@ func (x *tableTxn[K, R]) get(k K) (*R, uint32, bool) {
 	return &x.rows.v.At(id).row, id, true
 }
 
+// lookupIDs calls fn with the IDs of live rows that have index key k as of
+// this transaction: the published list less this batch's removals, plus its
+// additions.
+func (x *tableTxn[K, R]) lookupIDs(i int, k uint64, fn func(id uint32) bool) {
+	rm := x.removes[i][k]
+	for _, id := range x.base.byIndex(i, k) {
+		if _, gone := rm[id]; gone {
+			continue
+		}
+		if !fn(id) {
+			return
+		}
+	}
+	for _, id := range x.adds[i][k] {
+		if !fn(id) {
+			return
+		}
+	}
+}
+
+// lookup is lookupIDs with the rows.
+func (x *tableTxn[K, R]) lookup(i int, k uint64, fn func(*R) bool) {
+	x.lookupIDs(i, k, func(id uint32) bool { return fn(&x.rows.v.At(id).row) })
+}
+
 // put inserts or replaces the row with r's primary key, hashing it first.
 // It reports the row's ID and whether anything changed (an identical row,
 // by hash, is a no-op).

@@ -2,6 +2,7 @@ package index
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -77,7 +78,6 @@ type applier struct {
 	namespaces *tableTxn[symKey, Namespace]
 	configs    [NumConfigKinds]*tableTxn[ConfigKey, Config]
 	endpoints  *pmapTxn[ServiceKey, *EndpointShard]
-	refs       *pmapTxn[WorkloadKey, []ServiceKey]
 	cs         ChangeSet
 	// shardsChanged collects services whose shard changed, with repeats.
 	shardsChanged []ServiceKey
@@ -92,7 +92,6 @@ func newApplier(w *Writer, prev *Snapshot) *applier {
 		workloads:  prev.workloads.txn(workloadSpec),
 		namespaces: prev.namespaces.txn(namespaceSpec),
 		endpoints:  prev.endpoints.txn(),
-		refs:       prev.workloadRefs.txn(),
 		selected:   w.syms.Intern(selectedSource),
 	}
 	for k := range a.configs {
@@ -109,8 +108,12 @@ func (a *applier) apply(b *Batch) {
 			a.namespaces.put(op.row)
 		}
 	}
-	var workloadsChanged []WorkloadKey
+	var workloadsChanged []workloadChange
 	for _, op := range b.workloads {
+		var old Workload
+		if r, _, ok := a.workloads.get(op.row.Key); ok {
+			old = *r
+		}
 		var changed bool
 		if op.delete {
 			_, changed = a.workloads.delete(op.row.Key)
@@ -118,7 +121,7 @@ func (a *applier) apply(b *Batch) {
 			_, changed = a.workloads.put(op.row)
 		}
 		if changed {
-			workloadsChanged = append(workloadsChanged, op.row.Key)
+			workloadsChanged = append(workloadsChanged, workloadChange{old: old, new: op.row, deleted: op.delete})
 		}
 	}
 	var selectorServices []ServiceKey
@@ -147,12 +150,11 @@ func (a *applier) apply(b *Batch) {
 	}
 	// Joins: endpoints that reference changed workloads, and ServiceEntries
 	// whose selected workloads may have changed.
-	for _, wk := range workloadsChanged {
-		refs, _ := a.refs.Get(wk)
-		for _, svc := range dedupSorted(slices.Clone(refs)) {
-			a.reresolve(svc, wk.Name)
+	for _, wc := range workloadsChanged {
+		if wc.new.Key.Kind == WorkloadPod {
+			a.reresolvePod(wc)
 		}
-		selectorServices = append(selectorServices, a.selectorServicesIn(wk.Namespace)...)
+		selectorServices = append(selectorServices, a.selectorServicesIn(wc.new.Key.Namespace)...)
 	}
 	for _, svc := range dedupSorted(selectorServices) {
 		a.reselect(svc)
@@ -160,7 +162,7 @@ func (a *applier) apply(b *Batch) {
 }
 
 // putGroup replaces (or removes) one source's endpoints in a service's shard,
-// resolving workload references and keeping workloadRefs current.
+// resolving what the endpoints' workloads own.
 //
 // owned says g.Endpoints belongs to this Apply (a batch's group): it is
 // resolved in place. A group taken from a published shard is copied first.
@@ -176,27 +178,13 @@ func (a *applier) putGroup(svc ServiceKey, g EndpointGroup, remove, owned bool) 
 		if !owned {
 			g.Endpoints = slices.Clone(g.Endpoints)
 		}
-		a.resolve(svc.Namespace, g.Endpoints)
+		a.resolve(svc.Namespace, &g)
 		g.Hash = g.computeHash()
 		if oldGroup != nil && oldGroup.Hash == g.Hash {
 			return
 		}
 	} else if oldGroup == nil {
 		return
-	}
-	if oldGroup != nil {
-		for _, e := range oldGroup.Endpoints {
-			if e.Workload != 0 {
-				a.unref(e.Workload, svc)
-			}
-		}
-	}
-	if !remove {
-		for _, e := range g.Endpoints {
-			if e.Workload != 0 {
-				a.ref(e.Workload, svc)
-			}
-		}
 	}
 	next := old.with(svc, g, remove)
 	if len(next.Groups) == 0 {
@@ -207,21 +195,26 @@ func (a *applier) putGroup(svc ServiceKey, g EndpointGroup, remove, owned bool) 
 	a.shardsChanged = append(a.shardsChanged, svc)
 }
 
-// resolve fills endpoint attributes owned by their workload (a Pod, else a
-// WorkloadEntry, in ns).
-func (a *applier) resolve(ns Sym, eps []Endpoint) {
-	for i := range eps {
-		e := &eps[i]
-		if e.Workload == 0 {
+// resolve fills the endpoint attributes their workload owns: for a group of
+// Kubernetes pod endpoints, the Pod with the endpoint's address in ns; for
+// endpoints naming a workload, that Pod or WorkloadEntry.
+func (a *applier) resolve(ns Sym, g *EndpointGroup) {
+	for i := range g.Endpoints {
+		e := &g.Endpoints[i]
+		var w *Workload
+		switch {
+		case g.Pods:
+			w = a.podByAddr(ns, e.Addr)
+		case e.Workload != 0:
+			w, _, _ = a.workloads.get(WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: e.Workload})
+			if w == nil {
+				w, _, _ = a.workloads.get(WorkloadKey{Kind: WorkloadEntry, Namespace: ns, Name: e.Workload})
+			}
+		}
+		if w == nil {
 			continue
 		}
-		w, _, ok := a.workloads.get(WorkloadKey{Kind: WorkloadPod, Namespace: ns, Name: e.Workload})
-		if !ok {
-			w, _, ok = a.workloads.get(WorkloadKey{Kind: WorkloadEntry, Namespace: ns, Name: e.Workload})
-		}
-		if !ok {
-			continue
-		}
+		e.Workload = w.Key.Name // interned already by the workload row
 		e.Labels = w.Labels
 		e.ServiceAccount = w.ServiceAccount
 		e.TLSMode = w.TLSMode
@@ -234,37 +227,47 @@ func (a *applier) resolve(ns Sym, eps []Endpoint) {
 	}
 }
 
-// reresolve re-applies a shard's groups that reference workload name.
-func (a *applier) reresolve(svc ServiceKey, name Sym) {
-	sh, _ := a.endpoints.Get(svc)
-	if sh == nil {
-		return
-	}
-	for _, g := range sh.Groups {
-		if slices.ContainsFunc(g.Endpoints, func(e Endpoint) bool { return e.Workload == name }) {
-			a.putGroup(svc, g, false, false)
+// podByAddr finds the Pod of ns with address addr, as of this batch.
+func (a *applier) podByAddr(ns Sym, addr netip.Addr) *Workload {
+	var found *Workload
+	a.workloads.lookup(indexPos(workloadSpec.indexes, WorkloadsByAddr), addrKey(addr), func(w *Workload) bool {
+		if w.Key.Kind == WorkloadPod && w.Key.Namespace == ns && w.Addr == addr {
+			found = w
+			return false
 		}
-	}
+		return true
+	})
+	return found
 }
 
-func (a *applier) ref(w Sym, svc ServiceKey) {
-	for _, kind := range [...]WorkloadKind{WorkloadPod, WorkloadEntry} {
-		k := WorkloadKey{Kind: kind, Namespace: svc.Namespace, Name: w}
-		cur, _ := a.refs.Get(k)
-		a.refs.Set(k, append(slices.Clip(cur), svc))
-	}
+// workloadChange is one workload put or deleted in this batch.
+type workloadChange struct {
+	old, new Workload // old is zero for an addition
+	deleted  bool
 }
 
-func (a *applier) unref(w Sym, svc ServiceKey) {
-	for _, kind := range [...]WorkloadKind{WorkloadPod, WorkloadEntry} {
-		k := WorkloadKey{Kind: kind, Namespace: svc.Namespace, Name: w}
-		cur, _ := a.refs.Get(k)
-		if i := slices.Index(cur, svc); i >= 0 {
-			next := slices.Delete(slices.Clone(cur), i, i+1)
-			if len(next) == 0 {
-				a.refs.Delete(k)
-			} else {
-				a.refs.Set(k, next)
+// reresolvePod re-applies the pod endpoint groups that contain a changed
+// Pod's address (old or new), in the services of its namespace whose
+// selector matches its labels (old or new): Kubernetes puts a Pod in a
+// service's EndpointSlices only when the service selects it.
+func (a *applier) reresolvePod(wc workloadChange) {
+	ns := wc.new.Key.Namespace
+	for _, svc := range a.servicesIn(ns) {
+		if !svc.HasSelector || svc.Origin != OriginKubernetes {
+			continue
+		}
+		if !a.w.labels.Matches(svc.Selector, wc.new.Labels) && !a.w.labels.Matches(svc.Selector, wc.old.Labels) {
+			continue
+		}
+		sh, _ := a.endpoints.Get(svc.Key)
+		if sh == nil {
+			continue
+		}
+		for _, g := range sh.Groups {
+			if g.Pods && slices.ContainsFunc(g.Endpoints, func(e Endpoint) bool {
+				return (wc.new.Addr.IsValid() && e.Addr == wc.new.Addr) || (wc.old.Addr.IsValid() && e.Addr == wc.old.Addr)
+			}) {
+				a.putGroup(svc.Key, g, false, false)
 			}
 		}
 	}
@@ -273,27 +276,21 @@ func (a *applier) unref(w Sym, svc ServiceKey) {
 // selectorServicesIn returns the ServiceEntries with a workload selector in ns.
 func (a *applier) selectorServicesIn(ns Sym) []ServiceKey {
 	var out []ServiceKey
-	base := a.prev.services.byIndex(indexPos(serviceSpec.indexes, ServicesByNamespace), uint64(ns))
-	seen := map[ServiceKey]bool{}
-	check := func(s *Service) {
-		if s != nil && s.HasSelector && s.Origin == OriginServiceEntry && !seen[s.Key] {
-			seen[s.Key] = true
+	for _, s := range a.servicesIn(ns) {
+		if s.HasSelector && s.Origin == OriginServiceEntry {
 			out = append(out, s.Key)
 		}
 	}
-	for _, id := range base {
-		if id < a.services.next {
-			if sl := a.services.rows.v.At(id); sl.live {
-				check(&sl.row)
-			}
-		}
-	}
-	// Services added in this batch are not in the base index yet.
-	for _, id := range a.services.changed {
-		if sl := a.services.rows.v.At(id); sl.live && sl.row.Key.Namespace == ns {
-			check(&sl.row)
-		}
-	}
+	return out
+}
+
+// servicesIn returns the live services of ns as of this batch.
+func (a *applier) servicesIn(ns Sym) []*Service {
+	var out []*Service
+	a.services.lookup(indexPos(serviceSpec.indexes, ServicesByNamespace), uint64(ns), func(s *Service) bool {
+		out = append(out, s)
+		return true
+	})
 	return out
 }
 
@@ -328,18 +325,12 @@ func (a *applier) reselect(svc ServiceKey) {
 // workloadIDsIn returns the live workload IDs of ns as of this batch.
 func (a *applier) workloadIDsIn(ns Sym) []uint32 {
 	var out []uint32
-	for _, id := range a.prev.workloads.byIndex(indexPos(workloadSpec.indexes, WorkloadsByNamespace), uint64(ns)) {
-		if sl := a.workloads.rows.v.At(id); sl.live && sl.row.Key.Namespace == ns {
-			out = append(out, id)
-		}
-	}
-	for _, id := range a.workloads.changed {
-		if sl := a.workloads.rows.v.At(id); sl.live && sl.row.Key.Namespace == ns {
-			out = append(out, id)
-		}
-	}
+	a.workloads.lookupIDs(indexPos(workloadSpec.indexes, WorkloadsByNamespace), uint64(ns), func(id uint32) bool {
+		out = append(out, id)
+		return true
+	})
 	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
 // finish commits every transaction into the next snapshot and the change set.
@@ -371,7 +362,6 @@ func (a *applier) finish() (*Snapshot, *ChangeSet) {
 		next.configs[k] = a.configs[k].commit()
 	}
 	next.endpoints = a.endpoints.commit()
-	next.workloadRefs = a.refs.commit()
 	next.ConfigVersion = a.prev.ConfigVersion
 	if !cs.EndpointsOnly() {
 		next.ConfigVersion = next.Version

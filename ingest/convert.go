@@ -19,16 +19,33 @@ type Converter struct {
 	produced map[ObjectKey][]rowRef
 }
 
-// rowRef names one row an object produced.
+// rowRef names one row an object produced, in 16 bytes (one is kept per
+// row for the life of the object): the table, a kind where the table needs
+// one, and up to three symbols whose meaning depends on the table.
 type rowRef struct {
-	table   rowTable
-	service index.ServiceKey
-	source  index.Sym // endpoint group source, for tableEndpoints
-	wl      index.WorkloadKey
-	cfgKind index.ConfigKind
-	cfg     index.ConfigKey
-	ns      index.Sym
+	table rowTable
+	kind  uint8     // index.WorkloadKind or index.ConfigKind
+	a, b  index.Sym // services/endpoints: host, namespace; workloads/configs: namespace, name; namespaces: name
+	c     index.Sym // endpoints: group source
 }
+
+func serviceRef(k index.ServiceKey) rowRef {
+	return rowRef{table: tableServices, a: k.Host, b: k.Namespace}
+}
+
+func endpointsRef(k index.ServiceKey, source index.Sym) rowRef {
+	return rowRef{table: tableEndpoints, a: k.Host, b: k.Namespace, c: source}
+}
+
+func workloadRef(k index.WorkloadKey) rowRef {
+	return rowRef{table: tableWorkloads, kind: uint8(k.Kind), a: k.Namespace, b: k.Name}
+}
+
+func configRef(kind index.ConfigKind, k index.ConfigKey) rowRef {
+	return rowRef{table: tableConfigs, kind: uint8(kind), a: k.Namespace, b: k.Name}
+}
+
+func namespaceRef(name index.Sym) rowRef { return rowRef{table: tableNamespaces, a: name} }
 
 type rowTable uint8
 
@@ -77,15 +94,15 @@ func (c *Converter) retire(b *index.Batch, old, keep []rowRef) {
 		}
 		switch r.table {
 		case tableNamespaces:
-			b.DeleteNamespace(r.ns)
+			b.DeleteNamespace(r.a)
 		case tableWorkloads:
-			b.DeleteWorkload(r.wl)
+			b.DeleteWorkload(index.WorkloadKey{Kind: index.WorkloadKind(r.kind), Namespace: r.a, Name: r.b})
 		case tableServices:
-			b.DeleteService(r.service)
+			b.DeleteService(index.ServiceKey{Host: r.a, Namespace: r.b})
 		case tableEndpoints:
-			b.DeleteEndpoints(r.service, r.source)
+			b.DeleteEndpoints(index.ServiceKey{Host: r.a, Namespace: r.b}, r.c)
 		case tableConfigs:
-			b.DeleteConfig(r.cfgKind, r.cfg)
+			b.DeleteConfig(index.ConfigKind(r.kind), index.ConfigKey{Namespace: r.a, Name: r.b})
 		}
 	}
 }

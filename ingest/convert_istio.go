@@ -69,7 +69,7 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, hos
 		row.Selector = c.labelSet(selector)
 	}
 	b.PutConfig(row)
-	return rowRef{table: tableConfigs, cfgKind: kind, cfg: row.Key}
+	return configRef(kind, row.Key)
 }
 
 func workloadSelector(s *typev1beta1.WorkloadSelector) (map[string]string, bool) {
@@ -120,10 +120,10 @@ func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 		svc := base
 		svc.Key = index.ServiceKey{Host: c.sym(h), Namespace: ns}
 		b.PutService(svc)
-		refs = append(refs, rowRef{table: tableServices, service: svc.Key})
+		refs = append(refs, serviceRef(svc.Key))
 		for _, g := range groups {
 			b.PutEndpoints(svc.Key, g)
-			refs = append(refs, rowRef{table: tableEndpoints, service: svc.Key, source: g.Source})
+			refs = append(refs, endpointsRef(svc.Key, g.Source))
 		}
 	}
 	return refs
@@ -224,5 +224,5 @@ func (c *Converter) workloadEntry(b *index.Batch, o *Object) []rowRef {
 		w.TLSMode = index.TLSModeIstio
 	}
 	b.PutWorkload(w)
-	return append(refs, rowRef{table: tableWorkloads, wl: key})
+	return append(refs, workloadRef(key))
 }

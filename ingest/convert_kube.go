@@ -20,7 +20,7 @@ const (
 func (c *Converter) namespace(b *index.Batch, o *Object) []rowRef {
 	name := c.sym(o.Meta.Name)
 	b.PutNamespace(index.Namespace{Name: name, Labels: c.labelSet(o.Meta.Labels)})
-	return []rowRef{{table: tableNamespaces, ns: name}}
+	return []rowRef{namespaceRef(name)}
 }
 
 func (c *Converter) service(b *index.Batch, o *Object) []rowRef {
@@ -65,7 +65,7 @@ func (c *Converter) service(b *index.Batch, o *Object) []rowRef {
 		row.ExportTo = c.exportTo(splitList(v))
 	}
 	b.PutService(row)
-	return []rowRef{{table: tableServices, service: key}}
+	return []rowRef{serviceRef(key)}
 }
 
 // kubeProtocol follows Istio's protocol selection for Kubernetes ports:
@@ -96,7 +96,10 @@ func (c *Converter) endpointSlice(b *index.Batch, o *Object) []rowRef {
 	}
 	ns := o.Meta.Namespace
 	key := index.ServiceKey{Host: c.sym(svcName + "." + ns + ".svc." + c.domain), Namespace: c.sym(ns)}
-	g := index.EndpointGroup{Source: c.sym(o.Meta.Name)}
+	// Pods: labels and identity come from the Pod with each address; the
+	// targetRef's name is not kept (a per-endpoint string would double the
+	// endpoint's memory).
+	g := index.EndpointGroup{Source: c.sym(o.Meta.Name), Pods: true}
 	for _, p := range es.Ports {
 		ep := index.EndpointPort{}
 		if p.Name != nil {
@@ -110,11 +113,13 @@ func (c *Converter) endpointSlice(b *index.Batch, o *Object) []rowRef {
 		}
 		g.Ports = append(g.Ports, ep)
 	}
+	n := 0
+	for _, e := range es.Endpoints {
+		n += len(e.Addresses)
+	}
+	g.Endpoints = make([]index.Endpoint, 0, n) // exact: rows are the bulk of the heap
 	for _, e := range es.Endpoints {
 		row := index.Endpoint{Health: endpointHealth(e.Conditions)}
-		if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
-			row.Workload = c.sym(e.TargetRef.Name)
-		}
 		if e.Zone != nil {
 			row.Locality = c.sym("/" + *e.Zone)
 		}
@@ -128,7 +133,7 @@ func (c *Converter) endpointSlice(b *index.Batch, o *Object) []rowRef {
 		}
 	}
 	b.PutEndpoints(key, g)
-	return []rowRef{{table: tableEndpoints, service: key, source: g.Source}}
+	return []rowRef{endpointsRef(key, g.Source)}
 }
 
 // endpointHealth maps EndpointSlice conditions: ready serves; terminating
@@ -166,7 +171,7 @@ func (c *Converter) pod(b *index.Batch, o *Object) []rowRef {
 		}
 	}
 	b.PutWorkload(w)
-	return []rowRef{{table: tableWorkloads, wl: key}}
+	return []rowRef{workloadRef(key)}
 }
 
 // splitList splits a comma-separated annotation value, trimming spaces.
