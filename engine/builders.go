@@ -4,5 +4,6 @@ package engine
 var builders = map[string]builder{
 	TypeCluster:  buildClusters,
 	TypeEndpoint: buildEndpoints,
+	TypeListener: buildListeners,
 	TypeRoute:    buildRoutes,
 }

@@ -58,8 +58,10 @@ type FileSource struct {
 type fileState struct {
 	size    int64
 	modTime time.Time
-	hash    uint64                // content hash of the last read
-	objects map[ObjectKey]*Object // last good version of each object
+	hash    uint64 // content hash of the last read
+	// objects holds the hash of the last good version of each object: the
+	// index holds the version itself, so the source keeps no decoded copy.
+	objects map[ObjectKey]uint64
 }
 
 // NewFileSource returns a source for opts.Dir writing to w.
@@ -177,7 +179,7 @@ func isManifest(path string) bool {
 func (s *FileSource) readFileLocked(b *index.Batch, path string, info fs.FileInfo) {
 	st := s.files[path]
 	if st == nil {
-		st = &fileState{objects: map[ObjectKey]*Object{}}
+		st = &fileState{objects: map[ObjectKey]uint64{}}
 		s.files[path] = st
 	}
 	data, err := os.ReadFile(path)
@@ -223,11 +225,11 @@ func (s *FileSource) readFileLocked(b *index.Batch, path string, info fs.FileInf
 			keep[k] = true
 			continue
 		}
-		if old := st.objects[k]; old != nil && old.Hash == o.Hash {
+		if old, ok := st.objects[k]; ok && old == o.Hash {
 			continue
 		}
 		s.conv.Put(b, o)
-		st.objects[k] = o
+		st.objects[k] = o.Hash
 		s.owner[k] = path
 	}
 	for k := range st.objects {

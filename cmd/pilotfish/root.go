@@ -34,6 +34,7 @@ every proxy, like istiod, at a fraction of the cost.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.AddCommand(newServeCommand())
 	root.AddCommand(newVersionCommand())
 	return root
 }

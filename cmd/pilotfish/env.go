@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// istiod reads many settings from the environment (PILOT_DEBOUNCE_AFTER,
+// ...). pilotfish honours the same variables as flag defaults: a flag given
+// on the command line wins.
+
+func envDuration(name string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %s=%q is not a duration; using %s\n", name, v, def)
+		return def
+	}
+	return d
+}
+
+func envInt(name string, def int) int {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %s=%q is not an integer; using %d\n", name, v, def)
+		return def
+	}
+	return n
+}
+
+func envBool(name string, def bool) bool {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %s=%q is not a boolean; using %t\n", name, v, def)
+		return def
+	}
+	return b
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/engine"
+	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/serve"
+)
+
+// metrics holds pilotfish's Prometheus metrics, named as istiod names them
+// where they mean the same, so existing dashboards keep working.
+type metrics struct {
+	registry    *prometheus.Registry
+	proxies     prometheus.Gauge
+	pushes      *prometheus.CounterVec
+	configSize  *prometheus.HistogramVec
+	rejects     *prometheus.CounterVec
+	convergence prometheus.Histogram
+	queueTime   prometheus.Histogram
+	debounce    *prometheus.HistogramVec
+	triggers    *prometheus.CounterVec
+}
+
+func newMetrics(w *index.Writer) *metrics {
+	latency := []float64{.001, .005, .01, .05, .1, .25, .5, 1, 3, 5, 10, 20, 30}
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		proxies:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "pilot_xds", Help: "Number of connected xDS clients."}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pilot_xds_pushes", Help: "xDS responses sent, by type."},
+			[]string{"type"}),
+		configSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pilot_xds_config_size_bytes", Help: "Size of xDS responses, by type.",
+			Buckets: prometheus.ExponentialBuckets(1024, 4, 10)}, []string{"type"}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pilot_total_xds_rejects", Help: "xDS responses rejected (NACKed) by proxies, by type."},
+			[]string{"type"}),
+		convergence: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pilot_proxy_convergence_time", Help: "Time from sending a response to the proxy's ACK, in seconds.", Buckets: latency}),
+		queueTime:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pilot_proxy_queue_time", Help: "Time a push waited in the push queue, in seconds.", Buckets: latency}),
+		debounce: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pilot_debounce_time", Help: "Time changes were held by debouncing before a push, in seconds.", Buckets: latency},
+			[]string{"fast_path"}),
+		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pilotfish_push_triggers_total", Help: "Proxies a push was queued for, by reason (config, endpoint)."},
+			[]string{"reason"}),
+	}
+	m.registry.MustRegister(m.proxies, m.pushes, m.configSize, m.rejects, m.convergence, m.queueTime, m.debounce, m.triggers,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pilot_services", Help: "Number of services known to the control plane."},
+			func() float64 { return float64(w.Snapshot().NumServices()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pilotfish_endpoint_shards", Help: "Number of services with endpoints."},
+			func() float64 { return float64(w.Snapshot().NumEndpointShards()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pilotfish_index_version", Help: "Version of the current index snapshot."},
+			func() float64 { return float64(w.Snapshot().Version) }),
+	)
+	return m
+}
+
+// watchCache exports the bytes cache's counters.
+func (m *metrics) watchCache(c *encode.Cache) {
+	m.registry.MustRegister(cacheCollector{c})
+}
+
+var (
+	cacheEntriesDesc = prometheus.NewDesc("pilotfish_cache_entries", "Pre-marshaled resources in the bytes cache, by kind.", []string{"kind"}, nil)
+	cacheBytesDesc   = prometheus.NewDesc("pilotfish_cache_bytes", "Bytes held by the bytes cache, by kind.", []string{"kind"}, nil)
+	cacheHitsDesc    = prometheus.NewDesc("pilotfish_cache_hits_total", "Bytes cache hits, by kind.", []string{"kind"}, nil)
+	cacheMissesDesc  = prometheus.NewDesc("pilotfish_cache_misses_total", "Bytes cache misses (generations), by kind.", []string{"kind"}, nil)
+)
+
+type cacheCollector struct{ c *encode.Cache }
+
+func (cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- cacheEntriesDesc
+	ch <- cacheBytesDesc
+	ch <- cacheHitsDesc
+	ch <- cacheMissesDesc
+}
+
+func (cc cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range cc.c.Stats() {
+		ch <- prometheus.MustNewConstMetric(cacheEntriesDesc, prometheus.GaugeValue, float64(s.Entries), s.Kind)
+		ch <- prometheus.MustNewConstMetric(cacheBytesDesc, prometheus.GaugeValue, float64(s.Bytes), s.Kind)
+		ch <- prometheus.MustNewConstMetric(cacheHitsDesc, prometheus.CounterValue, float64(s.Hits), s.Kind)
+		ch <- prometheus.MustNewConstMetric(cacheMissesDesc, prometheus.CounterValue, float64(s.Misses), s.Kind)
+	}
+}
+
+// typeLabel is istiod's short type label.
+func typeLabel(typeURL string) string {
+	switch typeURL {
+	case engine.TypeCluster:
+		return "cds"
+	case engine.TypeEndpoint:
+		return "eds"
+	case engine.TypeListener:
+		return "lds"
+	case engine.TypeRoute:
+		return "rds"
+	case engine.TypeSecret:
+		return "sds"
+	case engine.TypeNameTable:
+		return "nds"
+	}
+	return "other"
+}
+
+func (m *metrics) engine() engine.Metrics { return engineMetrics{m} }
+func (m *metrics) xds() serve.XDSMetrics  { return xdsMetrics{m: m} }
+
+type engineMetrics struct{ m *metrics }
+
+func (e engineMetrics) Proxies(n int) { e.m.proxies.Set(float64(n)) }
+func (e engineMetrics) PushQueued(reason string, n int) {
+	e.m.triggers.WithLabelValues(reason).Add(float64(n))
+}
+func (e engineMetrics) QueueTime(d time.Duration) { e.m.queueTime.Observe(d.Seconds()) }
+func (e engineMetrics) Converged(_ string, d time.Duration) {
+	e.m.convergence.Observe(d.Seconds())
+}
+func (e engineMetrics) Rejected(string) {} // counted once, by serve
+func (e engineMetrics) Debounced(d time.Duration, fastPath bool) {
+	l := "false"
+	if fastPath {
+		l = "true"
+	}
+	e.m.debounce.WithLabelValues(l).Observe(d.Seconds())
+}
+
+type xdsMetrics struct {
+	serve.NopXDSMetrics
+	m *metrics
+}
+
+func (x xdsMetrics) Pushed(typeURL string, bytes int) {
+	t := typeLabel(typeURL)
+	x.m.pushes.WithLabelValues(t).Inc()
+	x.m.configSize.WithLabelValues(t).Observe(float64(bytes))
+}
+
+func (x xdsMetrics) Rejected(typeURL string) { x.m.rejects.WithLabelValues(typeLabel(typeURL)).Inc() }

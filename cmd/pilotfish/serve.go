@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/engine"
+	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/ingest"
+	"github.com/pilotfish-mesh/pilotfish/serve"
+)
+
+// serveOptions are the flags of `pilotfish serve`.
+type serveOptions struct {
+	configDir         string
+	grpcAddr          string
+	httpAddr          string
+	domain            string
+	logLevel          string
+	debounceAfter     time.Duration
+	debounceMax       time.Duration
+	enableEDSDebounce bool
+	pushThrottle      int
+	resync            time.Duration
+	shutdownGrace     time.Duration
+}
+
+func newServeCommand() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve --config-dir DIR",
+		Short: "Run the control plane: watch config, serve xDS to proxies",
+		Long: `serve reads the mesh's configuration from --config-dir (Kubernetes Services,
+EndpointSlices, Pods, Namespaces and Istio config as YAML or JSON, watched for
+changes), and serves it as Envoy xDS on --grpc-addr to sidecars, gateways and
+proxyless gRPC clients configured for istiod.
+
+The defaults listen on 127.0.0.1 for local runs. In a cluster, listen on all
+interfaces with istiod's ports: --grpc-addr :15010 --http-addr :15014.
+
+Settings also read istiod's environment variables where they mean the same:
+PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX, PILOT_ENABLE_EDS_DEBOUNCE and
+PILOT_PUSH_THROTTLE (a flag on the command line wins).`,
+		Example: `  # Serve the example mesh
+  pilotfish serve --config-dir examples
+
+  # In a cluster, on istiod's ports
+  pilotfish serve --config-dir /etc/mesh --grpc-addr :15010 --http-addr :15014`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runServe(ctx, o, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.configDir, "config-dir", "", "directory of YAML/JSON manifests to serve, watched recursively (required)")
+	f.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:15010", "listen address of the plaintext gRPC server (xDS); istiod's port is 15010")
+	f.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:15014", "listen address of the HTTP server (/ready, /metrics, /debug/...); istiod's port is 15014")
+	f.StringVar(&o.domain, "domain", "cluster.local", "the cluster DNS domain suffix")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.DurationVar(&o.debounceAfter, "debounce-after", envDuration("PILOT_DEBOUNCE_AFTER", 100*time.Millisecond), "push once no change has arrived for this long (PILOT_DEBOUNCE_AFTER)")
+	f.DurationVar(&o.debounceMax, "debounce-max", envDuration("PILOT_DEBOUNCE_MAX", 10*time.Second), "push at the latest this long after the first change (PILOT_DEBOUNCE_MAX)")
+	f.BoolVar(&o.enableEDSDebounce, "eds-debounce", envBool("PILOT_ENABLE_EDS_DEBOUNCE", true), "debounce endpoint-only changes too (PILOT_ENABLE_EDS_DEBOUNCE)")
+	f.IntVar(&o.pushThrottle, "push-throttle", envInt("PILOT_PUSH_THROTTLE", 100), "how many proxies are pushed to concurrently (PILOT_PUSH_THROTTLE)")
+	f.DurationVar(&o.resync, "resync", 30*time.Second, "re-check every config file this often in case a watch event was lost (0 disables)")
+	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, let streams finish for up to this long")
+	return cmd
+}
+
+// started reports the bound addresses, for tests.
+type started struct {
+	grpcAddr, httpAddr net.Addr
+}
+
+// runServe wires and runs the server until ctx ends. onStart, if set, is
+// called with the bound addresses once both servers listen.
+func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error {
+	if o.configDir == "" {
+		return errors.New("--config-dir is required")
+	}
+	if fi, err := os.Stat(o.configDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--config-dir %q: not a readable directory", o.configDir)
+	}
+	log, err := newLogger(o.logLevel)
+	if err != nil {
+		return err
+	}
+	mesh := encode.DefaultMesh()
+	mesh.DomainSuffix = o.domain
+
+	writer := index.NewWriter()
+	metrics := newMetrics(writer)
+	source := ingest.NewFileSource(writer, ingest.FileSourceOptions{
+		Dir: o.configDir, DomainSuffix: o.domain, Logger: log, Resync: resyncOption(o.resync),
+	})
+	eng := engine.New(writer, engine.Options{
+		DebounceAfter:      o.debounceAfter,
+		DebounceMax:        o.debounceMax,
+		DisableEDSDebounce: !o.enableEDSDebounce,
+		PushThrottle:       o.pushThrottle,
+		Mesh:               mesh,
+		Logger:             log,
+		Metrics:            metrics.engine(),
+	})
+	metrics.watchCache(eng.Cache())
+
+	grpcServer := grpc.NewServer(serve.ServerOptions()...)
+	serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds()}).Register(grpcServer)
+	lis, err := net.Listen("tcp", o.grpcAddr)
+	if err != nil {
+		return fmt.Errorf("gRPC listen on %s: %w", o.grpcAddr, err)
+	}
+	httpServer := serve.NewHTTPServer(serve.HTTPOptions{Addr: o.httpAddr, Ready: source.Synced, Gatherer: metrics.registry, Logger: log})
+	registerDebug(httpServer, eng, source)
+	httpAddr, err := httpServer.Start()
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("HTTP listen on %s: %w", o.httpAddr, err)
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sourceErr := make(chan error, 1)
+	go func() { sourceErr <- source.Run(runCtx) }()
+	go eng.Run(runCtx)
+	go func() {
+		if err := grpcServer.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			log.Error("gRPC server stopped", "err", err)
+		}
+	}()
+	log.Info("pilotfish serving", "version", version, "config-dir", o.configDir, "grpc", lis.Addr().String(), "http", httpAddr.String())
+	if onStart != nil {
+		onStart(started{grpcAddr: lis.Addr(), httpAddr: httpAddr})
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-sourceErr:
+		if err != nil {
+			cancel()
+			grpcServer.Stop()
+			_ = httpServer.Shutdown(context.Background())
+			return err
+		}
+	}
+	log.Info("shutting down")
+	cancel()
+	stopped := make(chan struct{})
+	go func() { grpcServer.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(o.shutdownGrace):
+		grpcServer.Stop()
+	}
+	shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	return httpServer.Shutdown(shutdownCtx)
+}
+
+func resyncOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// backend adapts the engine to serve's Backend (serve may not be imported
+// by engine, so the adapter lives where all wiring does).
+type backend struct{ e *engine.Engine }
+
+func (b backend) Connect(ctx context.Context, node *corev3.Node, peer string) (serve.Session, error) {
+	c, err := b.e.Connect(ctx, node, peer)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
