@@ -247,9 +247,12 @@ func clDestinationRule(c *index.Config) *networking.DestinationRule {
 	return dr
 }
 
+// clDefaultConnectTimeout is istiod's default connect timeout, shared.
+var clDefaultConnectTimeout = durationpb.New(10 * time.Second)
+
 func clConnectTimeout(m *Mesh) *durationpb.Duration {
-	if m == nil || m.ConnectTimeout == 0 {
-		return durationpb.New(10 * time.Second)
+	if m == nil || m.ConnectTimeout == 0 || m.ConnectTimeout == 10*time.Second {
+		return clDefaultConnectTimeout
 	}
 	return durationpb.New(m.ConnectTimeout)
 }
@@ -464,7 +467,7 @@ func clPassthrough(k *ClusterKey) *clusterv3.Cluster {
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
 		ConnectTimeout:       clConnectTimeout(k.Mesh),
 		LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED,
-		CircuitBreakers:      &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{clDefaultThresholds()}},
+		CircuitBreakers:      clDefaultCircuitBreakers,
 		TypedExtensionProtocolOptions: map[string]*anypb.Any{
 			clHTTPProtocolOptionsName: clPassthroughHTTPOptions(),
 		},
@@ -499,6 +502,19 @@ func clPassthroughHTTPOptions() *anypb.Any {
 // clADSConfigSource is the EDS config source istiod uses: ADS, no initial
 // fetch timeout, V3. Proxyless gRPC clusters get the bare ADS source.
 func clADSConfigSource(envoy bool) *corev3.ConfigSource {
+	if envoy {
+		return clEnvoyEDSConfig
+	}
+	return clGRPCEDSConfig
+}
+
+// The EDS config sources, shared (immutable).
+var (
+	clEnvoyEDSConfig = clNewADSConfigSource(true)
+	clGRPCEDSConfig  = clNewADSConfigSource(false)
+)
+
+func clNewADSConfigSource(envoy bool) *corev3.ConfigSource {
 	cs := &corev3.ConfigSource{
 		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
 	}

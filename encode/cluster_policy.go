@@ -143,9 +143,18 @@ func clDefaultThresholds() *clusterv3.CircuitBreakers_Thresholds {
 	}
 }
 
+// clDefaultCircuitBreakers are the default thresholds, shared (immutable).
+var clDefaultCircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{clDefaultThresholds()}}
+
 // applyConnectionPool is istiod's applyConnectionPool.
 func (s *clState) applyConnectionPool(cp *networking.ConnectionPoolSettings, rb *networking.TrafficPolicy_RetryBudget) {
 	c := s.c
+	c.ConnectTimeout = clConnectTimeout(s.k.Mesh)
+	if rb == nil && cp.GetHttp() == nil && cp.GetTcp() == nil {
+		// The common case: istiod's defaults, shared.
+		c.CircuitBreakers = clDefaultCircuitBreakers
+		return
+	}
 	t := clDefaultThresholds()
 	if rb != nil {
 		pct := 20.0
@@ -175,7 +184,6 @@ func (s *clState) applyConnectionPool(cp *networking.ConnectionPoolSettings, rb 
 			t.MaxRetries = clU32(uint32(h.MaxRetries))
 		}
 	}
-	c.ConnectTimeout = clConnectTimeout(s.k.Mesh)
 	tcp := cp.GetTcp()
 	maxConnDuration := tcp.GetMaxConnectionDuration()
 	if tcp != nil {

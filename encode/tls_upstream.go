@@ -68,11 +68,21 @@ func clCredentialSDS(name string) *tlsv3.SdsSecretConfig {
 	}}
 }
 
-func clCommonTLS() *tlsv3.CommonTlsContext {
-	return &tlsv3.CommonTlsContext{TlsParams: &tlsv3.TlsParameters{
+// Shared, immutable pieces of upstream TLS contexts (generated messages
+// point at them; marshaling only reads).
+var (
+	clTLSParams = &tlsv3.TlsParameters{
 		TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
 		TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
-	}}
+	}
+	clSDSDefaultList = []*tlsv3.SdsSecretConfig{clSDS(clSDSDefault)}
+	clSDSRootConfig  = clSDS(clSDSRoot)
+	clMatchIstio     = &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": clStructString("istio")}}
+	clMatchAny       = &structpb.Struct{}
+)
+
+func clCommonTLS() *tlsv3.CommonTlsContext {
+	return &tlsv3.CommonTlsContext{TlsParams: clTLSParams}
 }
 
 func clExactSANs(sans []string) []*matcherv3.StringMatcher {
@@ -142,12 +152,12 @@ func (s *clState) applyUpstreamTLS(tls *networking.ClientTLSSettings, sni string
 		c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{
 			{
 				Name:            "tlsMode-istio",
-				Match:           &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": clStructString("istio")}},
+				Match:           clMatchIstio,
 				TransportSocket: ts,
 			},
 			{
 				Name:            "tlsMode-disabled",
-				Match:           &structpb.Struct{},
+				Match:           clMatchAny,
 				TransportSocket: clRawBufferSocket,
 			},
 		}
@@ -167,11 +177,11 @@ func (s *clState) upstreamTLSContext(tls *networking.ClientTLSSettings) *tlsv3.U
 	case networking.ClientTLSSettings_ISTIO_MUTUAL:
 		ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: clCommonTLS(), Sni: tls.Sni}
 		cc := ctx.CommonTlsContext
-		cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{clSDS(clSDSDefault)}
+		cc.TlsCertificateSdsSecretConfigs = clSDSDefaultList
 		cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext:         &tlsv3.CertificateValidationContext{MatchSubjectAltNames: clExactSANs(tls.SubjectAltNames)},
-				ValidationContextSdsSecretConfig: clSDS(clSDSRoot),
+				ValidationContextSdsSecretConfig: clSDSRootConfig,
 			},
 		}
 		if ctx.Sni == "" {

@@ -12,10 +12,6 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-func init() {
-	builders[TypeCluster] = buildClusters
-}
-
 // defaultClusterID is istiod's default cluster name for its own registry.
 const defaultClusterID = "Kubernetes"
 

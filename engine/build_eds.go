@@ -9,10 +9,6 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-func init() {
-	builders[TypeEndpoint] = buildEndpoints
-}
-
 // buildEndpoints generates EDS for the named clusters
 // ("outbound|80|v1|reviews.bookinfo.svc.cluster.local"). Every name gets a
 // ClusterLoadAssignment, empty when it names no visible service, port or
