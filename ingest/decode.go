@@ -61,25 +61,42 @@ func splitDocuments(data []byte) []chunk {
 	var chunks []chunk
 	start, startLine, line := 0, 1, 1
 	for i := 0; i < len(data); line++ {
-		end := bytes.IndexByte(data[i:], '\n')
-		if end < 0 {
-			end = len(data)
-		} else {
-			end += i
-		}
+		end, next := lineEnd(data, i)
 		l := data[i:end]
 		if i > start && bytes.HasPrefix(l, []byte("---")) &&
-			(len(l) == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r') &&
+			(len(l) == 3 || l[3] == ' ' || l[3] == '\t') &&
 			!onlyDirectives(data[start:i]) {
 			chunks = append(chunks, chunk{data[start:i], startLine})
 			start, startLine = i, line
 		}
-		i = end + 1
+		i = next
 	}
 	if start < len(data) {
 		chunks = append(chunks, chunk{data[start:], startLine})
 	}
 	return chunks
+}
+
+// lineEnd returns the end of the line starting at i and the start of the
+// next one. Line breaks are YAML's (and so yaml.v3's, whose line numbers
+// must agree with ours): LF, CRLF, a lone CR, NEL, LS and PS.
+func lineEnd(data []byte, i int) (end, next int) {
+	for j := i; j < len(data); j++ {
+		switch c := data[j]; {
+		case c == '\n':
+			return j, j + 1
+		case c == '\r':
+			if j+1 < len(data) && data[j+1] == '\n' {
+				return j, j + 2
+			}
+			return j, j + 1
+		case c == 0xC2 && j+1 < len(data) && data[j+1] == 0x85:
+			return j, j + 2
+		case c == 0xE2 && j+2 < len(data) && data[j+1] == 0x80 && (data[j+2] == 0xA8 || data[j+2] == 0xA9):
+			return j, j + 3
+		}
+	}
+	return len(data), len(data)
 }
 
 func onlyDirectives(b []byte) bool {

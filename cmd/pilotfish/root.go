@@ -35,6 +35,7 @@ every proxy, like istiod, at a fraction of the cost.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand())
+	root.AddCommand(newValidateCommand())
 	root.AddCommand(newVersionCommand())
 	return root
 }
