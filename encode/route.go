@@ -1,7 +1,6 @@
 package encode
 
 import (
-	"net/netip"
 	"strconv"
 	"strings"
 
@@ -323,7 +322,7 @@ func rtResolveHost(h, ns, suffix string) string {
 	if h == "*" || strings.IndexByte(h, '.') >= 0 {
 		return h
 	}
-	if _, err := netip.ParseAddr(h); err == nil {
+	if isIPLiteral(h) {
 		return h
 	}
 	return h + "." + ns + ".svc." + suffix

@@ -1,11 +1,10 @@
 package encode
 
 import (
+	"hash/maphash"
 	"net/netip"
 	"strconv"
 	"strings"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
@@ -63,14 +62,18 @@ func (d *vhDomain) String() string {
 func (d *vhDomain) hash() uint64 {
 	if len(d.host) <= 200 {
 		var buf [256]byte
-		return xxhash.Sum64(d.appendText(buf[:0]))
+		return maphash.Bytes(domainSeed, d.appendText(buf[:0]))
 	}
-	return xxhash.Sum64String(d.String())
+	return maphash.String(domainSeed, d.String())
 }
+
+// domainSeed seeds domain hashes. They only ever meet other hashes of this
+// process (exclusion lists inside cache keys), so a per-process seed does.
+var domainSeed = maphash.MakeSeed()
 
 // VirtualHostDomainHash returns the hash of a domain string as
 // VirtualHostKey.Exclude and VirtualHostKey.AppendDomainHashes use it.
-func VirtualHostDomainHash(domain string) uint64 { return xxhash.Sum64String(domain) }
+func VirtualHostDomainHash(domain string) uint64 { return maphash.String(domainSeed, domain) }
 
 // DomainHash is a domain of a virtual host by hash, with istiod's "expanded
 // name" bit (see VirtualHostKey.AppendDomainHashes).
@@ -189,7 +192,7 @@ func (k *VirtualHostKey) appendHostDomains(dst []vhDomain, host string, port uin
 		dst = append(dst, vhDomain{host: host, port: port})
 	}
 	// The absolute FQDN ("host.") unless the host is an IP address.
-	if _, err := netip.ParseAddr(host); err != nil {
+	if !isIPLiteral(host) {
 		dst = append(dst, vhDomain{host: host, dot: true, alt: true})
 	}
 	if port != 0 {
@@ -232,4 +235,17 @@ func (k *VirtualHostKey) appendHostDomains(dst []vhDomain, host string, port uin
 		dst = append(dst, vhDomain{host: nameNSsvc, port: port, alt: true})
 	}
 	return dst
+}
+
+// isIPLiteral reports whether s is an IP address, without netip's error
+// allocation for the common case of a hostname.
+func isIPLiteral(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && c != '.' && c != ':' && (c|0x20 < 'a' || c|0x20 > 'f') {
+			return false
+		}
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }

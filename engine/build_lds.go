@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,8 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	var err error
 	for i := range b.groups {
 		g := &b.groups[i]
-		k := &encode.OutboundListenerKey{
+		k := &b.key
+		*k = encode.OutboundListenerKey{
 			Syms:                     sc.Snapshot.Symbols,
 			Namespace:                sc.Class.Namespace,
 			DomainSuffix:             mesh.DomainSuffix,
@@ -52,7 +54,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			Port:                     g.port,
 			Services:                 g.services,
 		}
-		if !b.wanted(k.Name()) {
+		if !b.wildcard && len(b.names) > 0 && !slices.Contains(b.names, k.Name()) {
 			continue
 		}
 		if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.OutboundListener); err != nil {
@@ -113,15 +115,16 @@ type ldsBuilder struct {
 
 	groups []ldsGroup
 	index  map[ldsGroupKey]int
+	key    encode.OutboundListenerKey // reused: keys are not retained
 }
 
 type ldsGroupKey struct {
-	bind string
+	bind netip.Addr
 	port uint32
 }
 
 type ldsGroup struct {
-	bind     string
+	bind     netip.Addr
 	port     uint32
 	services []encode.ListenerService
 }
@@ -130,11 +133,12 @@ var ldsBuilders = sync.Pool{New: func() any { return &ldsBuilder{index: map[ldsG
 
 func (b *ldsBuilder) release() {
 	for i := range b.groups {
-		b.groups[i] = ldsGroup{}
+		clear(b.groups[i].services) // keep the arrays, drop the row pointers
 	}
 	b.groups = b.groups[:0]
 	clear(b.index)
 	b.sc, b.mesh, b.cache, b.view, b.names = nil, nil, nil, nil, nil
+	b.key = encode.OutboundListenerKey{}
 	ldsBuilders.Put(b)
 }
 
@@ -149,9 +153,9 @@ func (b *ldsBuilder) wanted(name string) bool {
 // by prefix), or on each endpoint of a headless Kubernetes service.
 func (b *ldsBuilder) outbound() {
 	snap := b.sc.Snapshot
-	wildcard := "0.0.0.0"
+	wildcard := netip.IPv4Unspecified()
 	if b.sc.Class.IPv6 {
-		wildcard = "::"
+		wildcard = netip.IPv6Unspecified()
 	}
 	for _, id := range b.sc.Services {
 		svc := snap.ServiceByID(id)
@@ -173,7 +177,7 @@ func (b *ldsBuilder) outbound() {
 			case p.Protocol.IsHTTP():
 				b.add(wildcard, p.Number, ls)
 			case len(svc.Addresses) > 0 && svc.Addresses[0].IsSingleIP() && !svc.Addresses[0].Addr().IsUnspecified():
-				b.add(svc.Addresses[0].Addr().String(), p.Number, ls)
+				b.add(svc.Addresses[0].Addr(), p.Number, ls)
 			case len(svc.Addresses) > 0:
 				b.add(wildcard, p.Number, ls) // CIDR: prefix match on the wildcard listener
 			case svc.Resolution == index.ResolutionPassthrough:
@@ -188,7 +192,7 @@ func (b *ldsBuilder) outbound() {
 // headless gives a headless Kubernetes service's TCP or sniffed port one
 // listener per endpoint address; a ServiceEntry with resolution NONE and
 // no endpoints gets the wildcard listener.
-func (b *ldsBuilder) headless(svc *index.Service, p index.Port, ls encode.ListenerService, wildcard string) {
+func (b *ldsBuilder) headless(svc *index.Service, p index.Port, ls encode.ListenerService, wildcard netip.Addr) {
 	sh := b.sc.Snapshot.Endpoints(svc.Key)
 	if sh == nil || sh.Len() == 0 {
 		if svc.Origin != index.OriginKubernetes && !svc.HasSelector {
@@ -199,22 +203,31 @@ func (b *ldsBuilder) headless(svc *index.Service, p index.Port, ls encode.Listen
 	for _, g := range sh.Groups {
 		for _, e := range g.Endpoints {
 			if e.Addr.IsValid() {
-				b.add(e.Addr.String(), p.Number, ls)
+				b.add(e.Addr, p.Number, ls)
 			}
 		}
 	}
 }
 
-func (b *ldsBuilder) add(bind string, port uint32, ls encode.ListenerService) {
+func (b *ldsBuilder) add(bind netip.Addr, port uint32, ls encode.ListenerService) {
 	k := ldsGroupKey{bind: bind, port: port}
 	i, ok := b.index[k]
 	if !ok {
 		i = len(b.groups)
 		b.index[k] = i
-		b.groups = append(b.groups, ldsGroup{bind: bind, port: port})
+		if i < cap(b.groups) {
+			// Reuse the group's service list from an earlier build.
+			b.groups = b.groups[:i+1]
+			b.groups[i].bind, b.groups[i].port = bind, port
+			b.groups[i].services = b.groups[i].services[:0]
+		} else {
+			b.groups = append(b.groups, ldsGroup{bind: bind, port: port})
+		}
 	}
 	g := &b.groups[i]
-	if !slices.ContainsFunc(g.services, func(x encode.ListenerService) bool { return x.Service == ls.Service }) {
+	// A service reaches a listener once per port; only a repeated port
+	// number (or endpoint address) adds it twice in a row.
+	if n := len(g.services); n == 0 || g.services[n-1].Service != ls.Service {
 		g.services = append(g.services, ls)
 	}
 }
