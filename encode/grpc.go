@@ -86,14 +86,13 @@ func (k *GRPCServerListenerKey) Hash() uint64 {
 // (NonForwardingAction), with the router filter. Authorization policies
 // (RBAC filters) are a later addition.
 //
-// The virtual host is named "inbound"; istiod leaves it unnamed, which
-// gRPC accepts and Envoy's validation does not.
+// Like istiod's, the connection manager has no stat_prefix and the virtual
+// host no name: gRPC ignores both (Envoy would require them).
 func GRPCServerListener(k *GRPCServerListenerKey) (string, proto.Message) {
 	h := &hcm.HttpConnectionManager{
 		RouteSpecifier: &hcm.HttpConnectionManager_RouteConfig{RouteConfig: &route.RouteConfiguration{
 			Name: "inbound",
 			VirtualHosts: []*route.VirtualHost{{
-				Name:    "inbound",
 				Domains: []string{"*"},
 				Routes: []*route.Route{{
 					Match:  &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},

@@ -91,3 +91,30 @@ func TestRoutesMatchIstiod(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildWarmAllocations: with every virtual host and listener cached, a
+// build allocates a small constant, whatever the number of services
+// (STYLE.md: allocation budgets are hard failures).
+func TestBuildWarmAllocations(t *testing.T) {
+	mesh := encode.DefaultMesh()
+	for _, n := range []int{10, 100} {
+		snap := httpBench(t, n)
+		cache := encode.NewCache()
+		cache.SetVerify(false) // verify mode regenerates on every hit
+		sc := scopeFor(snap, sidecarClass("default"), "1.1.1.1")
+		names := []string{"80"}
+		dst := make([]Resource, 0, 8)
+		if _, err := buildRoutes(sc, mesh, cache, names, false, dst); err != nil {
+			t.Fatal(err)
+		}
+		if a := testing.AllocsPerRun(20, func() { _, _ = buildRoutes(sc, mesh, cache, names, false, dst[:0]) }); a > 0 {
+			t.Errorf("warm buildRoutes, %d services: %v allocations, want 0", n, a)
+		}
+		if _, err := buildListeners(sc, mesh, cache, nil, true, dst[:0]); err != nil {
+			t.Fatal(err)
+		}
+		if a := testing.AllocsPerRun(20, func() { _, _ = buildListeners(sc, mesh, cache, nil, true, dst[:0]) }); a > 4 {
+			t.Errorf("warm buildListeners, %d services: %v allocations, want at most 4", n, a)
+		}
+	}
+}
