@@ -120,7 +120,15 @@ func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Res
 	if typeURL == TypeEndpoint && !wildcard && c.node.Type == encode.ProxyGRPC {
 		c.noteEDSNames(sc.Snapshot, names)
 	}
-	return c.e.generate(sc, typeURL, names, wildcard, dst)
+	if res, ok := c.class.memoGet(sc.Snapshot.Version, typeURL, names, wildcard); ok {
+		return append(dst, res...), nil
+	}
+	start := len(dst)
+	dst, err := c.e.generate(sc, typeURL, names, wildcard, dst)
+	if err == nil {
+		c.class.memoPut(sc.Snapshot.Version, typeURL, names, wildcard, dst[start:])
+	}
+	return dst, err
 }
 
 // noteEDSNames records which services a named-subscription client (gRPC)

@@ -195,6 +195,9 @@ type class struct {
 	conns map[*Conn]struct{} // guarded by Engine.mu
 	mu    sync.Mutex         // serializes scope rebuilds
 	sc    atomic.Pointer[Scope]
+
+	memoMu sync.Mutex       // guards memos
+	memos  map[string]*memo // type URL → last response; guarded by memoMu
 }
 
 // scope returns the class's scope in the current snapshot.
