@@ -15,10 +15,9 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/golang/protobuf/jsonpb" //nolint:staticcheck // istiod's decoder: Go durations ("5m"), unknown fields rejected
 	yaml "go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/protoadapt"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -385,7 +384,7 @@ func (s *schema) istioObject(info *kindInfo, m map[string]any) {
 		case "metadata":
 			s.goValue(objectMetaType, m[key], p.f(key))
 		case "spec":
-			s.protoMessage(info.newObject().(proto.Message).ProtoReflect().Descriptor(), m[key], p.f(key))
+			m[key] = s.protoMessage(info.newObject().(proto.Message).ProtoReflect().Descriptor(), m[key], p.f(key))
 		case "status":
 		default:
 			s.fail(p.f(key), "unknown field%s", suggest(key, []string{"apiVersion", "kind", "metadata", "spec", "status"}))
@@ -408,8 +407,7 @@ func decodeIstio(info *kindInfo, m map[string]any, obj *Object) error {
 		if err != nil {
 			return fmt.Errorf("spec: %s", cleanJSONError(err))
 		}
-		u := jsonpb.Unmarshaler{AllowUnknownFields: false}
-		if err := u.Unmarshal(bytes.NewReader(b), protoadapt.MessageV1Of(spec)); err != nil {
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(b, spec); err != nil {
 			return fmt.Errorf("spec: %v", err)
 		}
 	}

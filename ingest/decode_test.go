@@ -58,6 +58,15 @@ spec:
 			want: []wantObj{{"Service default/reviews", 7}, {"VirtualService bookinfo/reviews", 16}},
 		},
 		{
+			name: "Windows and old Mac line endings",
+			file: "crlf.yaml",
+			in: "apiVersion: v1\r\nkind: Namespace\r\nmetadata: {name: a}\r\n---\r\n" +
+				"apiVersion: v1\rkind: Namespace\rmetadata: {name: b}\r---\r" +
+				"apiVersion: v1\nkind: Namespace\nmetadata: {name: [c}\n",
+			want: []wantObj{{"Namespace a", 1}, {"Namespace b", 5}},
+			errs: "crlf.yaml:11: yaml: did not find expected ',' or ']'\n",
+		},
+		{
 			name: "JSON document",
 			file: "a.json",
 			in: `{"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication",

@@ -11,7 +11,18 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/ingest"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
+// -update rewrites the golden files. It is defined here unless another
+// test file of the package's test binary already did.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files under testdata/golden")
+	}
+}
+
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // TestValidateGolden runs ValidatePaths on each broken manifest under
 // testdata/validate and compares every message with
@@ -40,7 +51,7 @@ func TestValidateGolden(t *testing.T) {
 			}
 			fmt.Fprintf(&b, "# %d objects, %d errors\n", len(r.Objects), len(r.Errors))
 			golden := filepath.Join("testdata/golden/validate", strings.TrimSuffix(name, filepath.Ext(name))+".golden")
-			if *update {
+			if updating() {
 				if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -165,7 +165,6 @@ func (v *validator) endpointSlice(es *discoveryv1.EndpointSlice) {
 		v.errorf(root.f("endpoints"), "at most 1000 endpoints, not %d", len(es.Endpoints))
 	}
 	for i, ep := range es.Endpoints {
-		ep := ep
 		p := root.f("endpoints").i(i)
 		switch n := len(ep.Addresses); {
 		case n == 0:

@@ -13,11 +13,13 @@ import (
 )
 
 // The schema checks run inside Decode, before the typed decoders. The typed
-// decoders (jsonpb for Istio specs, strict encoding/json for Kubernetes
+// decoders (protojson for Istio specs, strict encoding/json for Kubernetes
 // objects) stop at the first problem and name no field path; these walk the
-// generic value of the document instead, accept exactly what the decoders
-// accept, and report every unknown field and wrong type with its path, so
-// that each error can carry the line of its field.
+// generic value of the document instead and report every unknown field and
+// wrong type with its path, so that each error can carry the line of its
+// field. They accept what istiod's decoder accepts (jsonpb, which reads
+// durations in Go's syntax, "1m30s", where protojson wants "90s"), and
+// rewrite durations so that protojson accepts the same.
 
 // schema walks one document's generic value (maps, lists, scalars as YAML
 // produced them, map keys already strings).
@@ -27,17 +29,22 @@ func (s *schema) fail(p *fieldPath, format string, args ...any) {
 	s.r.add(ErrSchema, p, fmt.Sprintf(format, args...))
 }
 
-// protoMessage checks v against md the way jsonpb (istiod's decoder) reads
+// protoMessage checks v against md the way istiod's decoder (jsonpb) reads
 // it: fields by JSON or proto name, null means unset, well-known types in
-// their JSON forms (durations as Go durations, e.g. "1m30s").
-func (s *schema) protoMessage(md protoreflect.MessageDescriptor, v any, p *fieldPath) {
-	if v == nil || s.wellKnown(md, v, p) {
-		return
+// their JSON forms, durations in Go's syntax ("1m30s"). It returns v with
+// durations rewritten into protojson's form ("90s"), which Decode then
+// reads with protojson.
+func (s *schema) protoMessage(md protoreflect.MessageDescriptor, v any, p *fieldPath) any {
+	if v == nil {
+		return v
+	}
+	if w, ok := s.wellKnown(md, v, p); ok {
+		return w
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		s.fail(p, "must be an object, not %s", describe(v))
-		return
+		return v
 	}
 	fields := md.Fields()
 	var set map[protoreflect.FullName]string // oneof or field → key that set it
@@ -70,30 +77,31 @@ func (s *schema) protoMessage(md protoreflect.MessageDescriptor, v any, p *field
 			}
 			set[od.FullName()] = key
 		}
-		s.protoField(fd, val, fp)
+		m[key] = s.protoField(fd, val, fp)
 	}
+	return m
 }
 
-func (s *schema) protoField(fd protoreflect.FieldDescriptor, v any, p *fieldPath) {
+func (s *schema) protoField(fd protoreflect.FieldDescriptor, v any, p *fieldPath) any {
 	switch {
 	case fd.IsList():
 		l, ok := v.([]any)
 		if !ok {
 			s.fail(p, "must be a list, not %s", describe(v))
-			return
+			return v
 		}
 		for i, e := range l {
 			if e == nil {
 				s.fail(p.i(i), "must not be null")
 				continue
 			}
-			s.protoScalar(fd, e, p.i(i))
+			l[i] = s.protoScalar(fd, e, p.i(i))
 		}
 	case fd.IsMap():
 		m, ok := v.(map[string]any)
 		if !ok {
 			s.fail(p, "must be an object, not %s", describe(v))
-			return
+			return v
 		}
 		kfd, vfd := fd.MapKey(), fd.MapValue()
 		for _, key := range sortedKeys(m) {
@@ -105,16 +113,17 @@ func (s *schema) protoField(fd protoreflect.FieldDescriptor, v any, p *fieldPath
 				s.fail(kp, "must not be null")
 				continue
 			}
-			s.protoScalar(vfd, m[key], kp)
+			m[key] = s.protoScalar(vfd, m[key], kp)
 		}
 	default:
-		s.protoScalar(fd, v, p)
+		return s.protoScalar(fd, v, p)
 	}
+	return v
 }
 
 // protoScalar checks one value of a singular field, a list element or a map
 // entry.
-func (s *schema) protoScalar(fd protoreflect.FieldDescriptor, v any, p *fieldPath) {
+func (s *schema) protoScalar(fd protoreflect.FieldDescriptor, v any, p *fieldPath) any {
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
 		if _, ok := v.(bool); !ok {
@@ -144,8 +153,9 @@ func (s *schema) protoScalar(fd protoreflect.FieldDescriptor, v any, p *fieldPat
 	case protoreflect.EnumKind:
 		s.enum(fd.Enum(), v, p)
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		s.protoMessage(fd.Message(), v, p)
+		return s.protoMessage(fd.Message(), v, p)
 	}
+	return v
 }
 
 func (s *schema) enum(ed protoreflect.EnumDescriptor, v any, p *fieldPath) {
@@ -158,19 +168,22 @@ func (s *schema) enum(ed protoreflect.EnumDescriptor, v any, p *fieldPath) {
 	s.integer(v, p, math.MinInt32, math.MaxInt32, false)
 }
 
-// wellKnown checks the types with a special JSON form; false if md is not one.
-func (s *schema) wellKnown(md protoreflect.MessageDescriptor, v any, p *fieldPath) bool {
+// wellKnown checks the types with a special JSON form; false if md is not
+// one. It returns v, with a duration rewritten for protojson.
+func (s *schema) wellKnown(md protoreflect.MessageDescriptor, v any, p *fieldPath) (any, bool) {
 	name := md.FullName()
 	if name.Parent() != "google.protobuf" {
-		return false
+		return v, false
 	}
 	switch name.Name() {
 	case "Duration":
 		str, ok := v.(string)
 		if !ok {
 			s.fail(p, "must be a duration string such as \"5s\" or \"1m30s\", not %s", describe(v))
-		} else if _, err := time.ParseDuration(str); err != nil {
+		} else if d, err := time.ParseDuration(str); err != nil {
 			s.fail(p, "invalid duration %q, want a number with a unit such as \"250ms\", \"5s\" or \"1h\"", str)
+		} else {
+			return protoDuration(d), true
 		}
 	case "Timestamp":
 		str, ok := v.(string)
@@ -181,7 +194,7 @@ func (s *schema) wellKnown(md protoreflect.MessageDescriptor, v any, p *fieldPat
 		}
 	case "BoolValue", "BytesValue", "StringValue", "Int32Value", "UInt32Value",
 		"Int64Value", "UInt64Value", "FloatValue", "DoubleValue":
-		s.protoScalar(md.Fields().ByNumber(1), v, p)
+		return s.protoScalar(md.Fields().ByNumber(1), v, p), true
 	case "Struct":
 		if _, ok := v.(map[string]any); !ok {
 			s.fail(p, "must be an object, not %s", describe(v))
@@ -193,13 +206,28 @@ func (s *schema) wellKnown(md protoreflect.MessageDescriptor, v any, p *fieldPat
 	case "Value", "Any":
 		// Anything goes here; the typed decoder has the last word.
 	default:
-		return false
+		return v, false
 	}
-	return true
+	return v, true
+}
+
+// protoDuration formats d the way protojson reads durations: seconds with
+// up to nine decimals, e.g. "90s" or "-0.250s".
+func protoDuration(d time.Duration) string {
+	sign := ""
+	u := uint64(d)
+	if d < 0 {
+		sign, u = "-", uint64(-(d+1))+1
+	}
+	secs, nanos := u/1e9, u%1e9
+	if nanos == 0 {
+		return fmt.Sprintf("%s%ds", sign, secs)
+	}
+	return strings.TrimRight(fmt.Sprintf("%s%d.%09d", sign, secs, nanos), "0") + "s"
 }
 
 // integer checks that v is a whole number in [lo, hi]; quoted allows the
-// number to be a string too, as jsonpb does for protobuf integers.
+// number to be a string too, as protobuf's JSON mapping does for integers.
 func (s *schema) integer(v any, p *fieldPath, lo int64, hi uint64, quoted bool) {
 	var (
 		neg bool
