@@ -1,0 +1,17 @@
+package loadgen
+
+import "errors"
+
+var (
+	// ErrConfig: the Config (or a flag) is invalid.
+	ErrConfig = errors.New("loadgen: invalid config")
+	// ErrDecode: a response from the server is not a valid protobuf message
+	// of the expected shape.
+	ErrDecode = errors.New("loadgen: malformed xDS response")
+	// ErrChange: the change command or ChangeFunc failed.
+	ErrChange = errors.New("loadgen: change failed")
+	// ErrIncomplete: Run stopped (Timeout, Duration or a cancelled context)
+	// before every proxy had full config, or before every change converged
+	// on every proxy. The Report says how far it got.
+	ErrIncomplete = errors.New("loadgen: incomplete")
+)

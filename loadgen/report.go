@@ -1,0 +1,152 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// Report is what a Run measured. Its JSON form (WriteJSON) is the stable,
+// machine-readable output of `pilotfish loadgen --json`: field names are
+// snake_case, durations are float milliseconds in fields ending in _ms, and
+// times are measured from the start of the run unless said otherwise.
+type Report struct {
+	Target         string  `json:"target"`
+	ProxyType      string  `json:"proxy_type"`
+	Mode           string  `json:"mode"`
+	Decode         string  `json:"decode"`
+	Proxies        int     `json:"proxies"`
+	StreamsPerConn int     `json:"streams_per_conn"`
+	Connections    int     `json:"connections"`
+	RampPerSecond  float64 `json:"ramp_per_second"`
+	NackRate       float64 `json:"nack_rate"`
+
+	StartedAt time.Time `json:"started_at"` // wall clock
+	ElapsedMS float64   `json:"elapsed_ms"`
+	// Complete: every proxy reached full config and every change converged
+	// on every proxy.
+	Complete bool `json:"complete"`
+
+	Launched   int `json:"launched"`    // proxies started (Ramp)
+	Connected  int `json:"connected"`   // proxies that opened a stream at least once
+	FullConfig int `json:"full_config"` // proxies that reached full config
+	// AllFullConfigMS is when the last proxy reached full config; 0 if not
+	// every proxy did.
+	AllFullConfigMS float64 `json:"all_full_config_ms"`
+	// TimeToFullConfig is per proxy, from its launch until every type it
+	// subscribes to is ACKed and every EDS/RDS (and, for gRPC, CDS/LDS) name
+	// it asked for is held.
+	TimeToFullConfig Latency `json:"time_to_full_config"`
+	// BytesToFullConfig is what all proxies received until the last one had
+	// full config (or the end of the run).
+	BytesToFullConfig int64 `json:"bytes_to_full_config"`
+
+	Types    []TypeStats   `json:"types"` // cds, eds, lds, rds, other
+	Changes  []ChangeStats `json:"changes"`
+	Errors   ErrorStats    `json:"errors"`
+	Process  ProcessStats  `json:"process"`
+	Timeline []Sample      `json:"timeline"`
+}
+
+// Latency summarises a distribution.
+type Latency struct {
+	Count  int     `json:"count"`
+	MinMS  float64 `json:"min_ms"`
+	MeanMS float64 `json:"mean_ms"`
+	P50MS  float64 `json:"p50_ms"`
+	P90MS  float64 `json:"p90_ms"`
+	P99MS  float64 `json:"p99_ms"`
+	MaxMS  float64 `json:"max_ms"`
+	// CDFMS[q] is the q-th percentile, q = 0..100 (101 points; empty when
+	// Count is 0).
+	CDFMS []float64 `json:"cdf_ms,omitempty"`
+}
+
+// TypeStats are the totals of one resource type over all proxies.
+type TypeStats struct {
+	Type      string `json:"type"`      // cds, eds, lds, rds or other
+	Responses int64  `json:"responses"` // pushes received
+	Resources int64  `json:"resources"` // resources in them
+	Bytes     int64  `json:"bytes"`     // message bytes
+	ACKs      int64  `json:"acks"`
+	NACKs     int64  `json:"nacks"`
+	// Invalid counts resources that failed ValidateAll (decode "full").
+	Invalid int64 `json:"invalid"`
+	// HeldMin and HeldMax are the resources held per proxy at the end.
+	HeldMin int `json:"held_min"`
+	HeldMax int `json:"held_max"`
+	// ResponseLatency is from a request that subscribed to new names to
+	// the next response of the type.
+	ResponseLatency Latency `json:"response_latency"`
+}
+
+// ChangeStats measure one change.
+type ChangeStats struct {
+	Index int `json:"index"` // 1-based
+	// Expect is the resource that recognises the change; empty: any
+	// version bump.
+	Expect       string  `json:"expect,omitempty"`
+	AtMS         float64 `json:"at_ms"`
+	Error        string  `json:"error,omitempty"`
+	Converged    int     `json:"converged"`
+	NotConverged int     `json:"not_converged"`
+	// Convergence is per proxy, from the start of the change until the
+	// proxy ACKed config reflecting it and had full config.
+	Convergence Latency `json:"convergence"`
+	// Responses and Bytes were received by all proxies from the start of
+	// the change until it converged (or timed out).
+	Responses int64 `json:"responses"`
+	Bytes     int64 `json:"bytes"`
+}
+
+// ErrorStats count failures.
+type ErrorStats struct {
+	Connect     int64  `json:"connect"` // stream opens that failed
+	Stream      int64  `json:"stream"`  // streams that broke after opening
+	Decode      int64  `json:"decode"`  // malformed responses
+	Last        string `json:"last,omitempty"`
+	LastInvalid string `json:"last_invalid,omitempty"` // a ValidateAll failure
+}
+
+// ProcessStats describe the loadgen process itself (including anything else
+// running in it, such as an in-process server in tests).
+type ProcessStats struct {
+	CPUUserSeconds   float64 `json:"cpu_user_seconds"`
+	CPUSystemSeconds float64 `json:"cpu_system_seconds"`
+	MaxRSSBytes      int64   `json:"max_rss_bytes"`
+	// At the moment the last proxy reached full config (steady state):
+	RSSAtFullConfigBytes   int64 `json:"rss_at_full_config_bytes"`
+	HeapAtFullConfigBytes  int64 `json:"heap_at_full_config_bytes"`
+	GoroutinesAtFullConfig int   `json:"goroutines_at_full_config"`
+	InternedNames          int   `json:"interned_names"`
+}
+
+// Sample is one point of the timeline, taken every 250ms (coarser for long
+// runs).
+type Sample struct {
+	AtMS       float64 `json:"t_ms"`
+	Launched   int     `json:"launched"`
+	Connected  int     `json:"connected"`
+	FullConfig int     `json:"full_config"`
+	Responses  int64   `json:"responses"`
+	Bytes      int64   `json:"bytes"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	RSSBytes   int64   `json:"rss_bytes"`
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Type returns the stats of type name (cds, eds, lds, rds, other).
+func (r *Report) Type(name string) TypeStats {
+	for _, t := range r.Types {
+		if t.Type == name {
+			return t
+		}
+	}
+	return TypeStats{Type: name}
+}

@@ -1,0 +1,299 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// stream is one ADS session of a proxy, SotW or Delta. Only the proxy's
+// goroutine uses it: it sends from the goroutine that receives, as Envoy's
+// main thread does.
+type stream interface {
+	// subscribe sends t's subscription; added and removed are the names
+	// changed since the last one (Delta sends only those).
+	subscribe(p *proxy, t xtype, added, removed []uint32) error
+	// reply ACKs (or NACKs) response r.
+	reply(p *proxy, r *response, nack bool) error
+	// recv receives and decodes the next response.
+	recv(in *inbound) error
+	clientStream() grpc.ClientStream
+}
+
+const (
+	sotwMethod  = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+	deltaMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+	nackMessage = "loadgen: simulated NACK (--nack-rate)"
+)
+
+var adsDesc = &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}
+
+// open opens an ADS stream of the run's mode on conn.
+func (p *proxy) open(ctx context.Context, conn *grpc.ClientConn) (stream, error) {
+	method := sotwMethod
+	if p.run.cfg.Mode == Delta {
+		method = deltaMethod
+	}
+	cs, err := conn.NewStream(ctx, adsDesc, method, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		return nil, err
+	}
+	if p.run.cfg.Mode == Delta {
+		return deltaStream{cs}, nil
+	}
+	return sotwStream{cs}, nil
+}
+
+// session runs one stream until it fails or ctx ends.
+func (p *proxy) session(ctx context.Context, conn *grpc.ClientConn) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := p.open(sctx, conn)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.run.connectErrors.Add(1)
+		}
+		return fmt.Errorf("proxy %d: open stream: %w", p.idx, err)
+	}
+	p.run.connected(p, +1)
+	p.setStream(s)
+	defer func() {
+		p.setStream(nil)
+		p.run.connected(p, -1)
+		if ctx.Err() == nil && !p.run.stopping.Load() {
+			p.run.streamErrors.Add(1)
+		}
+	}()
+	if err := p.resetSession(); err != nil {
+		return fmt.Errorf("proxy %d: send: %w", p.idx, err)
+	}
+	in := inbound{dec: &p.run.dec, delta: p.run.cfg.Mode == Delta}
+	for {
+		if err := s.recv(&in); err != nil {
+			if in.err != nil {
+				p.run.decodeErrors.Add(1)
+				err = in.err
+			}
+			return fmt.Errorf("proxy %d: receive: %w", p.idx, err)
+		}
+		err := p.handle(in.resp)
+		putResponse(in.resp)
+		in.resp = nil
+		if err != nil {
+			return fmt.Errorf("proxy %d: send: %w", p.idx, err)
+		}
+	}
+}
+
+// setStream sets the proxy's current stream (nil: none).
+func (p *proxy) setStream(s stream) {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	p.stream, p.closed = s, false
+	if s != nil && p.run.stopping.Load() {
+		// The runner's closeSend pass may have run before this stream
+		// existed.
+		p.closed = true
+		_ = s.clientStream().CloseSend()
+	}
+}
+
+// send sends a request on the current stream.
+func (p *proxy) send(msg proto.Message) error {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	if p.closed || p.stream == nil {
+		return errStopping
+	}
+	return p.stream.clientStream().SendMsg(msg)
+}
+
+// closeSend half-closes the current stream, after the requests already
+// sent: the server sees every ACK, then the end of the stream. Called by
+// the runner when the run ends.
+func (p *proxy) closeSend() {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	if p.stream != nil && !p.closed {
+		p.closed = true
+		_ = p.stream.clientStream().CloseSend()
+	}
+}
+
+var errStopping = errors.New("loadgen: stopping")
+
+// attachNode puts the Node on the stream's first request only, as Envoy
+// does with set_node_on_first_message_only.
+func (p *proxy) attachNode() *corev3.Node {
+	if p.nodeSent {
+		return nil
+	}
+	p.nodeSent = true
+	return p.run.cfg.node(p.idx)
+}
+
+type sotwStream struct{ cs grpc.ClientStream }
+
+func (s sotwStream) subscribe(p *proxy, t xtype, _, _ []uint32) error {
+	st := &p.st[t]
+	req := &discoveryv3.DiscoveryRequest{
+		TypeUrl:       typeURLs[t],
+		VersionInfo:   st.version,
+		ResponseNonce: st.nonce,
+		Node:          p.attachNode(),
+	}
+	if !st.wildcard {
+		req.ResourceNames = p.run.syms.names(make([]string, 0, len(st.names)), st.names)
+	}
+	return p.send(req)
+}
+
+func (s sotwStream) reply(p *proxy, r *response, nack bool) error {
+	req := &discoveryv3.DiscoveryRequest{
+		TypeUrl:       r.url(),
+		VersionInfo:   r.version,
+		ResponseNonce: r.nonce,
+		Node:          p.attachNode(),
+	}
+	if r.t != typeOther {
+		// After an ACK st.version is r's; after a NACK it is the last
+		// accepted one, which is what a NACK carries.
+		st := &p.st[r.t]
+		req.VersionInfo = st.version
+		if !st.wildcard {
+			req.ResourceNames = p.run.syms.names(make([]string, 0, len(st.names)), st.names)
+		}
+	}
+	if nack {
+		req.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: nackMessage}
+	}
+	return p.send(req)
+}
+
+func (s sotwStream) recv(in *inbound) error          { return s.cs.RecvMsg(in) }
+func (s sotwStream) clientStream() grpc.ClientStream { return s.cs }
+
+type deltaStream struct{ cs grpc.ClientStream }
+
+func (s deltaStream) subscribe(p *proxy, t xtype, added, removed []uint32) error {
+	req := &discoveryv3.DeltaDiscoveryRequest{
+		TypeUrl: typeURLs[t],
+		Node:    p.attachNode(),
+	}
+	if !p.st[t].wildcard {
+		req.ResourceNamesSubscribe = p.run.syms.names(nil, added)
+		req.ResourceNamesUnsubscribe = p.run.syms.names(nil, removed)
+	}
+	return p.send(req)
+}
+
+func (s deltaStream) reply(p *proxy, r *response, nack bool) error {
+	req := &discoveryv3.DeltaDiscoveryRequest{
+		TypeUrl:       r.url(),
+		ResponseNonce: r.nonce,
+		Node:          p.attachNode(),
+	}
+	if nack {
+		req.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: nackMessage}
+	}
+	return p.send(req)
+}
+
+func (s deltaStream) recv(in *inbound) error          { return s.cs.RecvMsg(in) }
+func (s deltaStream) clientStream() grpc.ClientStream { return s.cs }
+
+// inbound is the receive target of rawCodec: the codec decodes the message
+// while gRPC still holds its buffers, so no response bytes outlive RecvMsg.
+type inbound struct {
+	dec   *decoder
+	delta bool
+	resp  *response // set by a successful decode; return it with putResponse
+	err   error     // a decode error (as opposed to a transport error)
+}
+
+// rawCodec marshals requests with proto and decodes responses lazily into an
+// *inbound.
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return "proto" }
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("loadgen codec: cannot marshal %T", v)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	in, ok := v.(*inbound)
+	if !ok {
+		return errors.New("loadgen codec: unexpected receive target")
+	}
+	var b []byte
+	if len(data) == 1 {
+		b = data[0].ReadOnlyData()
+	} else {
+		buf := getBuf(data.Len())
+		defer putBuf(buf)
+		data.CopyTo(*buf)
+		b = *buf
+	}
+	r := getResponse()
+	var err error
+	if in.delta {
+		err = in.dec.decodeDelta(b, r)
+	} else {
+		err = in.dec.decodeSotW(b, r)
+	}
+	if err != nil {
+		putResponse(r)
+		in.err = err
+		return err
+	}
+	in.resp, in.err = r, nil
+	return nil
+}
+
+var (
+	bufPool  sync.Pool // *[]byte: messages that arrived in several buffers
+	respPool = sync.Pool{New: func() any { return new(response) }}
+)
+
+func getBuf(n int) *[]byte {
+	if bp, ok := bufPool.Get().(*[]byte); ok && cap(*bp) >= n {
+		*bp = (*bp)[:n]
+		return bp
+	}
+	b := make([]byte, n, n+n/4)
+	return &b
+}
+
+func putBuf(b *[]byte) { bufPool.Put(b) }
+
+func getResponse() *response { return respPool.Get().(*response) }
+
+// putResponse returns r to the pool, dropping entries that would pin a lot
+// of memory.
+func putResponse(r *response) {
+	if r == nil {
+		return
+	}
+	if cap(r.entries) > 1<<16 {
+		r.entries = nil
+	}
+	respPool.Put(r)
+}

@@ -1,0 +1,144 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable writes the report as text tables for a terminal.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "loadgen: %d %s proxies (%s, %s decode) → %s over %d connection(s)\n",
+		r.Proxies, r.ProxyType, r.Mode, r.Decode, r.Target, r.Connections)
+	status := "complete"
+	if !r.Complete {
+		status = "INCOMPLETE"
+	}
+	fmt.Fprintf(&b, "elapsed %s, %s: launched %d, connected %d, full config %d",
+		fmtMS(r.ElapsedMS), status, r.Launched, r.Connected, r.FullConfig)
+	if r.AllFullConfigMS > 0 {
+		fmt.Fprintf(&b, " (all by %s)", fmtMS(r.AllFullConfigMS))
+	}
+	b.WriteString("\n\n")
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency\tcount\tmin\tp50\tp90\tp99\tmax\t")
+	latencyRow(tw, "time to full config", r.TimeToFullConfig)
+	for _, c := range r.Changes {
+		name := fmt.Sprintf("change %d convergence", c.Index)
+		latencyRow(tw, name, c.Convergence)
+	}
+	for _, t := range r.Types {
+		if t.ResponseLatency.Count > 0 {
+			latencyRow(tw, t.Type+" response", t.ResponseLatency)
+		}
+	}
+	tw.Flush()
+	b.WriteString("\n")
+
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "type\tresponses\tresources\tbytes\tacks\tnacks\tinvalid\theld/proxy\t")
+	var tot TypeStats
+	for _, t := range r.Types {
+		if t.Type == "other" && t.Responses == 0 {
+			continue
+		}
+		held := fmt.Sprint(t.HeldMin)
+		if t.HeldMax != t.HeldMin {
+			held = fmt.Sprintf("%d–%d", t.HeldMin, t.HeldMax)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t\n", t.Type, t.Responses, t.Resources, fmtBytes(t.Bytes),
+			t.ACKs, t.NACKs, t.Invalid, held)
+		tot.Responses += t.Responses
+		tot.Resources += t.Resources
+		tot.Bytes += t.Bytes
+		tot.ACKs += t.ACKs
+		tot.NACKs += t.NACKs
+		tot.Invalid += t.Invalid
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t%s\t%d\t%d\t%d\t\t\n", tot.Responses, tot.Resources, fmtBytes(tot.Bytes),
+		tot.ACKs, tot.NACKs, tot.Invalid)
+	tw.Flush()
+	if r.Proxies > 0 {
+		fmt.Fprintf(&b, "\nto full config: %s received, %s per proxy\n",
+			fmtBytes(r.BytesToFullConfig), fmtBytes(r.BytesToFullConfig/int64(r.Proxies)))
+	}
+
+	for _, c := range r.Changes {
+		what := c.Expect
+		if what == "" {
+			what = "any version bump"
+		}
+		fmt.Fprintf(&b, "change %d at %s (%s): converged on %d/%d",
+			c.Index, fmtMS(c.AtMS), what, c.Converged, c.Converged+c.NotConverged)
+		if c.Convergence.Count > 0 {
+			fmt.Fprintf(&b, ", p50 %s p99 %s max %s", fmtMS(c.Convergence.P50MS), fmtMS(c.Convergence.P99MS),
+				fmtMS(c.Convergence.MaxMS))
+		}
+		fmt.Fprintf(&b, "; %d responses, %s\n", c.Responses, fmtBytes(c.Bytes))
+		if c.Error != "" {
+			fmt.Fprintf(&b, "  error: %s\n", c.Error)
+		}
+	}
+
+	e := r.Errors
+	fmt.Fprintf(&b, "errors: connect %d, stream %d, decode %d\n", e.Connect, e.Stream, e.Decode)
+	if e.Last != "" {
+		fmt.Fprintf(&b, "  last: %s\n", e.Last)
+	}
+	if e.LastInvalid != "" {
+		fmt.Fprintf(&b, "  last invalid resource: %s\n", e.LastInvalid)
+	}
+	p := r.Process
+	fmt.Fprintf(&b, "loadgen process: CPU %.1fs (user %.1fs, system %.1fs), max RSS %s",
+		p.CPUUserSeconds+p.CPUSystemSeconds, p.CPUUserSeconds, p.CPUSystemSeconds, fmtBytes(p.MaxRSSBytes))
+	if p.RSSAtFullConfigBytes > 0 && r.Proxies > 0 {
+		fmt.Fprintf(&b, "; at full config RSS %s (%s per proxy), heap %s, %d goroutines",
+			fmtBytes(p.RSSAtFullConfigBytes), fmtBytes(p.RSSAtFullConfigBytes/int64(r.Proxies)),
+			fmtBytes(p.HeapAtFullConfigBytes), p.GoroutinesAtFullConfig)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func latencyRow(w io.Writer, name string, l Latency) {
+	if l.Count == 0 {
+		fmt.Fprintf(w, "%s\t0\t\t\t\t\t\t\n", name)
+		return
+	}
+	fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name, l.Count, fmtMS(l.MinMS), fmtMS(l.P50MS),
+		fmtMS(l.P90MS), fmtMS(l.P99MS), fmtMS(l.MaxMS))
+}
+
+// fmtMS formats milliseconds for people: 850µs, 12.3ms, 4.56s, 2m03s.
+func fmtMS(v float64) string {
+	switch {
+	case v < 1:
+		return fmt.Sprintf("%.0fµs", v*1e3)
+	case v < 100:
+		return fmt.Sprintf("%.1fms", v)
+	case v < 1e3:
+		return fmt.Sprintf("%.0fms", v)
+	case v < 60e3:
+		return fmt.Sprintf("%.2fs", v/1e3)
+	}
+	s := int(v / 1e3)
+	return fmt.Sprintf("%dm%02ds", s/60, s%60)
+}
+
+// fmtBytes formats a byte count with binary units.
+func fmtBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
