@@ -15,6 +15,7 @@ import (
 var keyTypes = []encode.Key{
 	&encode.ClusterKey{},
 	&encode.EndpointsKey{},
+	&encode.VirtualHostKey{}, &encode.OutboundListenerKey{}, &encode.VirtualOutboundKey{}, &encode.VirtualInboundKey{}, &encode.GRPCListenerKey{}, &encode.GRPCServerListenerKey{},
 }
 
 // hashExempt lists the types a key may hold without feeding them to Hash,

@@ -1,8 +1,6 @@
 package encode
 
 import (
-	"encoding/binary"
-	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -34,9 +32,9 @@ type OutboundListenerKey struct {
 	OutboundAllowAny bool
 	// ProtocolDetectionTimeout bounds HTTP inspection on sniffing listeners.
 	ProtocolDetectionTimeout time.Duration
-	// Bind is the listener's address: a wildcard (0.0.0.0, ::), a VIP, or
-	// an endpoint address of a headless service.
-	Bind netip.Addr
+	// Bind is the listener's address: a wildcard ("0.0.0.0", "::"), a VIP,
+	// or an endpoint address of a headless service.
+	Bind string
 	Port uint32
 	// Services contribute filter chains, in order.
 	Services []ListenerService
@@ -60,10 +58,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 	h.Str(k.DomainSuffix)
 	h.Bool(k.OutboundAllowAny)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
-	b16 := k.Bind.As16()
-	h.U64(binary.LittleEndian.Uint64(b16[:8]))
-	h.U64(binary.LittleEndian.Uint64(b16[8:]))
-	h.Int(k.Bind.BitLen())
+	h.Str(k.Bind)
 	h.U32(k.Port)
 	h.Int(len(k.Services))
 	for i := range k.Services {
@@ -77,7 +72,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 
 // Name returns istiod's listener name, "BIND_PORT".
 func (k *OutboundListenerKey) Name() string {
-	return k.Bind.String() + "_" + strconv.FormatUint(uint64(k.Port), 10)
+	return k.Bind + "_" + strconv.FormatUint(uint64(k.Port), 10)
 }
 
 // lsChain is istiod's filterChainOpts: the match of a filter chain and
@@ -191,7 +186,7 @@ func OutboundListener(k *OutboundListenerKey) (string, proto.Message) {
 	return k.Name(), k.build(e)
 }
 
-func (k *OutboundListenerKey) wildcard() bool { return k.Bind.IsUnspecified() }
+func (k *OutboundListenerKey) wildcard() bool { return k.Bind == "0.0.0.0" || k.Bind == "::" }
 
 func (k *OutboundListenerKey) add(e *lsEntry, ls *ListenerService) *lsEntry {
 	port := ls.Service.PortByNumber(k.Port)
@@ -299,7 +294,7 @@ func (k *OutboundListenerKey) build(e *lsEntry) *listener.Listener {
 	name := k.Name()
 	l := &listener.Listener{
 		Name:                             name,
-		Address:                          lsAddress(k.Bind.String(), k.Port),
+		Address:                          lsAddress(k.Bind, k.Port),
 		TrafficDirection:                 core.TrafficDirection_OUTBOUND,
 		ContinueOnListenerFiltersTimeout: true,
 		BindToPort:                       wrapperspb.Bool(false),

@@ -1,7 +1,6 @@
 package encode_test
 
 import (
-	"net/netip"
 	"slices"
 	"testing"
 
@@ -20,7 +19,7 @@ func tcpP(n uint32, p index.Protocol) index.Port { return index.Port{Number: n, 
 func outboundKey(r *lrRows, bind string, port uint32, svcs ...encode.ListenerService) *encode.OutboundListenerKey {
 	return &encode.OutboundListenerKey{
 		Syms: r.syms, Namespace: "default", DomainSuffix: "cluster.local", OutboundAllowAny: true,
-		Bind: netip.MustParseAddr(bind), Port: port, Services: svcs,
+		Bind: bind, Port: port, Services: svcs,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/puzpuzpuz/xsync/v4"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
@@ -50,7 +51,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			DomainSuffix:             mesh.DomainSuffix,
 			OutboundAllowAny:         mesh.OutboundAllowAny,
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
-			Bind:                     g.bind,
+			Bind:                     addrString(g.bind),
 			Port:                     g.port,
 			Services:                 g.services,
 		}
@@ -230,6 +231,21 @@ func (b *ldsBuilder) add(bind netip.Addr, port uint32, ls encode.ListenerService
 	if n := len(g.services); n == 0 || g.services[n-1].Service != ls.Service {
 		g.services = append(g.services, ls)
 	}
+}
+
+// addrStrings caches the text of listener addresses (VIPs, endpoint
+// addresses), so that a build formats none: listener keys name their bind
+// address as a string. Entries are never removed; there is one per address
+// that ever had a listener.
+var addrStrings = xsync.NewMap[netip.Addr, string]()
+
+func addrString(a netip.Addr) string {
+	if s, ok := addrStrings.Load(a); ok {
+		return s
+	}
+	s := a.String()
+	addrStrings.Store(a, s)
+	return s
 }
 
 func appendUnique(dst, src []*index.Service) []*index.Service {
