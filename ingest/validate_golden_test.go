@@ -90,6 +90,7 @@ func TestValidatePaths(t *testing.T) {
 	write(".hidden/x.yaml", ns("Ignored_Hidden"))
 	write("..2026_01_01/d.yaml", ns("ignored-configmap-copy"))
 	write("explicit.txt", ns("explicit"))
+	write("z-dup.yaml", "# again\n"+ns("nested"))
 	if err := os.Symlink(filepath.Join(dir, "..2026_01_01/d.yaml"), filepath.Join(dir, "d.yaml")); err != nil {
 		t.Fatal(err)
 	}
@@ -102,18 +103,19 @@ func TestValidatePaths(t *testing.T) {
 	for _, k := range r.Objects {
 		keys = append(keys, k.Name)
 	}
-	if got, want := strings.Join(keys, ","), "Bad_C,nested,b,Bad_B,ignored-configmap-copy,explicit"; got != want {
+	if got, want := strings.Join(keys, ","), "Bad_C,nested,b,Bad_B,ignored-configmap-copy,nested,explicit"; got != want {
 		t.Errorf("objects %s, want %s", got, want)
 	}
 	rel := func(s string) string { return strings.ReplaceAll(s, dir+"/", "") }
 	got := rel(errStrings(r.Errors))
 	want := `a/deeper/c.json:1: Namespace Bad_C: metadata.name: invalid name "Bad_C": must be a DNS-1123 label (a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character)
 b.yaml:9: Namespace Bad_B: metadata.name: invalid name "Bad_B": must be a DNS-1123 label (a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character)
+z-dup.yaml:2: Namespace nested: also defined at a/nested.yml:1; the first definition is used
 `
 	if got != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
 	}
-	if len(r.Files) != 5 {
+	if len(r.Files) != 6 {
 		t.Errorf("files %v", r.Files)
 	}
 

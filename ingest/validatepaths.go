@@ -26,8 +26,10 @@ var manifestExts = []string{".yaml", ".yml", ".json"}
 // ValidatePaths decodes and validates every manifest under paths. A
 // directory is walked recursively for .yaml, .yml and .json files, skipping
 // hidden entries (a ConfigMap volume's "..data" holds second copies); a
-// file named explicitly is read whatever its extension. Problems with the
-// manifests go in the Report; the error is for paths that cannot be read.
+// file named explicitly is read whatever its extension. An object defined
+// twice is an error at its second definition (the file source uses the
+// first). Problems with the manifests go in the Report; the error is for
+// paths that cannot be read.
 func ValidatePaths(paths ...string) (Report, error) {
 	var r Report
 	var files []string
@@ -70,6 +72,7 @@ func ValidatePaths(paths ...string) (Report, error) {
 		slices.Sort(found)
 		files = append(files, found...)
 	}
+	first := map[ObjectKey]Position{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -79,8 +82,16 @@ func ValidatePaths(paths ...string) (Report, error) {
 		objs, errs := Decode(f, data)
 		r.Errors = append(r.Errors, errs...)
 		for i := range objs {
-			r.Objects = append(r.Objects, objs[i].Key())
-			r.Errors = append(r.Errors, Validate(&objs[i])...)
+			o := &objs[i]
+			k := o.Key()
+			r.Objects = append(r.Objects, k)
+			r.Errors = append(r.Errors, Validate(o)...)
+			if pos, dup := first[k]; dup {
+				r.Errors = append(r.Errors, &Error{Pos: o.Pos, Kind: k.Kind.String(), Namespace: k.Namespace, Name: k.Name,
+					Message: "also defined at " + pos.String() + "; the first definition is used", cause: ErrInvalid})
+			} else {
+				first[k] = o.Pos
+			}
 		}
 	}
 	sortErrors(r.Errors)
