@@ -7,14 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/xds"
 )
 
@@ -81,29 +83,57 @@ spec:
 
 type e2e struct {
 	t      *testing.T
+	v1, v2 *echoBackend
 	dir    string
 	xds    string
 	client healthpb.HealthClient
 }
 
-func startBackend(t *testing.T, st healthpb.HealthCheckResponse_ServingStatus) int {
+// echoBackend is a gRPC health server that answers SERVING as v1 and
+// NOT_SERVING as v2, can fail its next calls with UNAVAILABLE, and sleeps
+// for the duration in the x-sleep request header.
+type echoBackend struct {
+	healthpb.UnimplementedHealthServer
+	status   healthpb.HealthCheckResponse_ServingStatus
+	failNext atomic.Int32
+	calls    atomic.Int32
+}
+
+func (b *echoBackend) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	b.calls.Add(1)
+	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get("x-sleep")) > 0 {
+		if d, err := time.ParseDuration(md.Get("x-sleep")[0]); err == nil {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	if b.failNext.Add(-1) >= 0 {
+		return nil, status.Error(codes.Unavailable, "injected failure")
+	}
+	return &healthpb.HealthCheckResponse{Status: b.status}, nil
+}
+
+func startBackend(t *testing.T, st healthpb.HealthCheckResponse_ServingStatus) (int, *echoBackend) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := health.NewServer()
-	hs.SetServingStatus("", st)
+	b := &echoBackend{status: st}
 	gs := grpc.NewServer()
-	healthpb.RegisterHealthServer(gs, hs)
+	healthpb.RegisterHealthServer(gs, b)
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
-	return lis.Addr().(*net.TCPAddr).Port
+	return lis.Addr().(*net.TCPAddr).Port, b
 }
 
 func newE2E(t *testing.T) *e2e {
-	v1, v2 := startBackend(t, healthpb.HealthCheckResponse_SERVING), startBackend(t, healthpb.HealthCheckResponse_NOT_SERVING)
-	e := &e2e{t: t, dir: t.TempDir()}
+	v1, b1 := startBackend(t, healthpb.HealthCheckResponse_SERVING)
+	v2, b2 := startBackend(t, healthpb.HealthCheckResponse_NOT_SERVING)
+	e := &e2e{t: t, dir: t.TempDir(), v1: b1, v2: b2}
 	e.write("mesh.yaml", fmt.Sprintf(e2eMesh, v1, v2))
 	e.write("routing.yaml", fmt.Sprintf(e2eRouting, 80, 20))
 
@@ -154,11 +184,14 @@ func (e *e2e) write(name, content string) {
 }
 
 // call makes one RPC and returns which version answered.
-func (e *e2e) call(canary bool) (string, error) {
+func (e *e2e) call(canary bool, kv ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if canary {
 		ctx = metadata.AppendToOutgoingContext(ctx, "x-canary", "yes")
+	}
+	if len(kv) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, kv...)
 	}
 	resp, err := e.client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
 	if err != nil {
@@ -245,3 +278,88 @@ func TestE2EProxylessGRPCRouting(t *testing.T) {
 		})
 	})
 }
+
+// policyRouting is a VirtualService exercising faults, retries and timeouts
+// on separate match rules, all on v1.
+const policyRouting = `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: echo, namespace: shop}
+spec:
+  hosts: [echo.shop.svc.cluster.local]
+  http:
+  - match: [{headers: {x-case: {exact: abort}}}]
+    fault: {abort: {grpcStatus: PERMISSION_DENIED, percentage: {value: 100}}}
+    route: [{destination: {host: echo.shop.svc.cluster.local, subset: v1}}]
+  - match: [{headers: {x-case: {exact: delay}}}]
+    fault: {delay: {fixedDelay: 300ms, percentage: {value: 100}}}
+    route: [{destination: {host: echo.shop.svc.cluster.local, subset: v1}}]
+  - match: [{headers: {x-case: {exact: timeout}}}]
+    timeout: 100ms
+    route: [{destination: {host: echo.shop.svc.cluster.local, subset: v1}}]
+  - match: [{headers: {x-case: {exact: retry}}}]
+    retries: {attempts: 3, retryOn: unavailable}
+    route: [{destination: {host: echo.shop.svc.cluster.local, subset: v1}}]
+  - match: [{headers: {x-case: {exact: noretry}}}]
+    retries: {attempts: 0}
+    route: [{destination: {host: echo.shop.svc.cluster.local, subset: v1}}]
+  - route: [{destination: {host: echo.shop.svc.cluster.local, subset: v1}}]
+`
+
+func TestE2EProxylessGRPCPolicies(t *testing.T) {
+	e := newE2E(t)
+	e.write("routing.yaml", policyRouting)
+	// Wait until the new routing applies (the default rule sends all to v1).
+	e.waitFor("policy routing", func() bool {
+		_, err := e.call(false, "x-case", "abort")
+		return status.Code(err) == codes.PermissionDenied
+	})
+
+	t.Run("fault abort", func(t *testing.T) {
+		before := e.v1.calls.Load()
+		for i := 0; i < 10; i++ {
+			if _, err := e.call(false, "x-case", "abort"); status.Code(err) != codes.PermissionDenied {
+				t.Fatalf("call %d: %v, want PermissionDenied from the fault filter", i, err)
+			}
+		}
+		if got := e.v1.calls.Load() - before; got != 0 {
+			t.Fatalf("aborted calls reached the backend %d times", got)
+		}
+	})
+
+	t.Run("fault delay", func(t *testing.T) {
+		start := time.Now()
+		if _, err := e.call(false, "x-case", "delay"); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 300*time.Millisecond {
+			t.Fatalf("delayed call took %v, want ≥ 300ms", d)
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		_, err := e.call(false, "x-case", "timeout", "x-sleep", "2s")
+		if status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("slow call: %v, want DeadlineExceeded after the route's 100ms timeout", err)
+		}
+	})
+
+	t.Run("retries", func(t *testing.T) {
+		e.v1.failNext.Store(2)
+		before := e.v1.calls.Load()
+		if who, err := e.call(false, "x-case", "retry"); err != nil || who != "v1" {
+			t.Fatalf("retried call: %q, %v; want success after 2 retries", who, err)
+		}
+		if got := e.v1.calls.Load() - before; got != 3 {
+			t.Fatalf("backend saw %d attempts, want 3 (2 failures + 1 success)", got)
+		}
+		// With retries off (attempts: 0) the same failure reaches the client.
+		// (Routes without a retry policy get istiod's default, which retries
+		// UNAVAILABLE once.)
+		e.v1.failNext.Store(1)
+		if _, err := e.call(false, "x-case", "noretry"); status.Code(err) != codes.Unavailable {
+			t.Fatalf("call without retries: %v, want Unavailable", err)
+		}
+		e.v1.failNext.Store(0)
+	})
+}
+
