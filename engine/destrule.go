@@ -131,6 +131,9 @@ func firstDR(snap *index.Snapshot, host index.Sym, ok func(*index.Config) bool) 
 
 // subsetLabelKey names one subset of one version of a rule.
 type subsetLabelKey struct {
+	// sets: symbols and label-set IDs are per writer, and several writers
+	// may live in one process (tests, benchmarks, future multi-cluster).
+	sets     *index.LabelSets
 	ns, name index.Sym
 	hash     uint64
 	subset   int
@@ -154,7 +157,7 @@ func subsetLabels(snap *index.Snapshot, dr *index.Config, name string) index.Lab
 		if len(ss.Labels) == 0 {
 			return 0
 		}
-		k := subsetLabelKey{ns: dr.Key.Namespace, name: dr.Key.Name, hash: dr.Hash, subset: i}
+		k := subsetLabelKey{sets: snap.Labels, ns: dr.Key.Namespace, name: dr.Key.Name, hash: dr.Hash, subset: i}
 		if id, ok := subsetLabelCache.Load(k); ok {
 			return id
 		}

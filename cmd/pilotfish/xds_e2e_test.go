@@ -362,4 +362,3 @@ func TestE2EProxylessGRPCPolicies(t *testing.T) {
 		e.v1.failNext.Store(0)
 	})
 }
-
