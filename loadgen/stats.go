@@ -29,7 +29,7 @@ type hist struct {
 
 const (
 	histSub     = 16
-	histBuckets = 64 * histSub
+	histBuckets = 60 * histSub // up to 1<<63 µs
 )
 
 func histIndex(us uint64) int {
