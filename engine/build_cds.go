@@ -136,7 +136,7 @@ func (b *cdsBuilder) outbound(svc *index.Service, dst []Resource) ([]Resource, e
 		Syms: k.Syms, Labels: k.Labels, ClusterID: k.ClusterID,
 		Service:         svc,
 		DestinationRule: dr,
-		ServiceAccounts: serviceAccounts(svc, shard),
+		ServiceAccounts: serviceAccounts(b.snap.Symbols, svc, shard),
 	}
 	if svc.Resolution == index.ResolutionDNS || svc.Resolution == index.ResolutionDNSRoundRobin {
 		k.Endpoints = shard
@@ -266,7 +266,7 @@ func (b *cdsBuilder) named(names []string, dst []Resource) ([]Resource, error) {
 			k.SubsetLabels = subsetLabels(b.snap, dr, subset)
 		}
 		if drTLSIstioMutual(dr) {
-			k.ServiceAccounts = serviceAccounts(svc, b.snap.Endpoints(svc.Key))
+			k.ServiceAccounts = serviceAccounts(b.snap.Symbols, svc, b.snap.Endpoints(svc.Key))
 		}
 		if dst, err = b.emit(dst); err != nil {
 			return dst, err
@@ -306,6 +306,7 @@ func drTLSIstioMutual(dr *index.Config) bool {
 
 // saKey names a version of a service's endpoint shard.
 type saKey struct {
+	syms *index.Symbols // symbols are per writer; several may share a process
 	svc  index.ServiceKey
 	hash uint64
 }
@@ -320,11 +321,11 @@ const saCacheMax = 1 << 16
 // serviceAccounts returns the sorted, unique service accounts of a
 // service's endpoints (istiod's PushContext.ServiceAccounts, less the
 // subjectAltNames of ServiceEntries, which the index does not carry).
-func serviceAccounts(svc *index.Service, shard *index.EndpointShard) []index.Sym {
+func serviceAccounts(syms *index.Symbols, svc *index.Service, shard *index.EndpointShard) []index.Sym {
 	if shard == nil {
 		return nil
 	}
-	k := saKey{svc: svc.Key, hash: shard.Hash}
+	k := saKey{syms: syms, svc: svc.Key, hash: shard.Hash}
 	if sas, ok := saCache.Load(k); ok {
 		return sas
 	}

@@ -235,15 +235,20 @@ func (b *ldsBuilder) add(bind netip.Addr, port uint32, ls encode.ListenerService
 
 // addrStrings caches the text of listener addresses (VIPs, endpoint
 // addresses), so that a build formats none: listener keys name their bind
-// address as a string. Entries are never removed; there is one per address
-// that ever had a listener.
+// address as a string. It is dropped when it grows past a bound (addresses
+// of deleted services and pods are never asked for again).
 var addrStrings = xsync.NewMap[netip.Addr, string]()
+
+const addrStringsMax = 1 << 16
 
 func addrString(a netip.Addr) string {
 	if s, ok := addrStrings.Load(a); ok {
 		return s
 	}
 	s := a.String()
+	if addrStrings.Size() > addrStringsMax {
+		addrStrings.Clear()
+	}
 	addrStrings.Store(a, s)
 	return s
 }
