@@ -27,7 +27,7 @@ func yamlLines(data []byte) int {
 // FuzzDecode feeds arbitrary bytes to Decode and Validate: they must never
 // panic, every error must be an *ingest.Error located in the input, and
 // decoding must be deterministic. The seeds are every manifest under
-// testdata/ and Istio's benchmark workloads rendered at Services=2.
+// testdata/ and examples/, and Istio's benchmark workloads rendered at Services=2.
 //
 // Each new interesting input is minimized before fuzzing goes on, for up
 // to -fuzzminimizetime (60s by default); with kilobyte-sized manifests as
@@ -36,7 +36,7 @@ func yamlLines(data []byte) int {
 //	go test ./ingest -run '^$' -fuzz FuzzDecode -fuzztime 5m -fuzzminimizetime 5s
 func FuzzDecode(f *testing.F) {
 	var seeds []string
-	for _, pattern := range []string{"testdata/*/*.yaml", "testdata/*/*.json"} {
+	for _, pattern := range []string{"testdata/*/*.yaml", "testdata/*/*.json", "../examples/*.yaml", "../examples/*/*.yaml"} {
 		m, _ := filepath.Glob(pattern)
 		seeds = append(seeds, m...)
 	}
