@@ -49,6 +49,10 @@ type ListenerService struct {
 	// Destinations are the services those routes name (a destination
 	// without a port uses the service's only port).
 	Destinations []*index.Service
+	// DestinationRules are the rules of the service and of those
+	// destinations that set TCP settings the proxy filter applies (idle
+	// timeout, maximum connection duration, source IP hashing).
+	DestinationRules []HostDestinationRule
 }
 
 // Hash feeds every field but Syms.
@@ -66,6 +70,11 @@ func (k *OutboundListenerKey) Hash() uint64 {
 		hashSvcRow(&h, s.Service)
 		hashCfgRows(&h, s.VirtualServices)
 		hashSvcRows(&h, s.Destinations)
+		h.Int(len(s.DestinationRules))
+		for j := range s.DestinationRules {
+			h.Str(s.DestinationRules[j].Host)
+			hashCfgRow(&h, s.DestinationRules[j].Rule)
+		}
 	}
 	return h.Sum()
 }

@@ -7,6 +7,7 @@ import (
 
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tcp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
@@ -112,7 +113,7 @@ func (k *OutboundListenerKey) tlsChains(ls *ListenerService) []*lsChain {
 		sni = []string{host}
 	}
 	cluster := outboundClusterName(k.servicePort(ls.Service), "", host)
-	return []*lsChain{{sni: sni, cidrs: cidrs, filters: []*listener.Filter{lsTCPProxy(cluster, cluster)}}}
+	return []*lsChain{{sni: sni, cidrs: cidrs, filters: []*listener.Filter{ls.tcpProxy(cluster, cluster, host, "")}}}
 }
 
 // servicePort is the port a route without one goes to: the service's only
@@ -165,7 +166,7 @@ loop:
 	if !defaultAdded {
 		host := k.Syms.String(ls.Service.Key.Host)
 		cluster := outboundClusterName(k.servicePort(ls.Service), "", host)
-		out = append(out, &lsChain{cidrs: cidrs, filters: []*listener.Filter{lsTCPProxy(cluster, cluster)}})
+		out = append(out, &lsChain{cidrs: cidrs, filters: []*listener.Filter{ls.tcpProxy(cluster, cluster, host, "")}})
 	}
 	return out
 }
@@ -174,9 +175,11 @@ loop:
 // destination, or weighted over several.
 func (k *OutboundListenerKey) routeFilters(ls *ListenerService, c *index.Config, routes []*networking.RouteDestination) []*listener.Filter {
 	ns := k.Syms.String(c.Key.Namespace)
+	// istiod applies the rule of the first destination's host.
+	first := rtResolveHost(routes[0].GetDestination().GetHost(), ns, k.DomainSuffix)
 	if len(routes) == 1 {
 		cluster := k.destinationCluster(ls, routes[0].GetDestination(), ns)
-		return []*listener.Filter{lsTCPProxy(cluster, cluster)}
+		return []*listener.Filter{ls.tcpProxy(cluster, cluster, first, routes[0].GetDestination().GetSubset())}
 	}
 	w := &tcp.TcpProxy_WeightedCluster{}
 	for _, r := range routes {
@@ -187,10 +190,52 @@ func (k *OutboundListenerKey) routeFilters(ls *ListenerService, c *index.Config,
 			})
 		}
 	}
-	return []*listener.Filter{lsTCPProxyFilter(&tcp.TcpProxy{
+	p := &tcp.TcpProxy{
 		StatPrefix:       k.Syms.String(c.Key.Name) + "." + ns,
 		ClusterSpecifier: &tcp.TcpProxy_WeightedClusters{WeightedClusters: w},
-	})}
+	}
+	ls.applyRule(p, first, "")
+	return []*listener.Filter{lsTCPProxyFilter(p)}
+}
+
+// tcpProxy is a TCP proxy to one cluster with the TCP settings of host's
+// DestinationRule.
+func (ls *ListenerService) tcpProxy(statPrefix, cluster, host, subset string) *listener.Filter {
+	p := &tcp.TcpProxy{StatPrefix: statPrefix, ClusterSpecifier: &tcp.TcpProxy_Cluster{Cluster: cluster}}
+	ls.applyRule(p, host, subset)
+	return lsTCPProxyFilter(p)
+}
+
+// applyRule sets what istiod takes from a DestinationRule on a TCP proxy:
+// the connection pool's idle timeout and maximum connection duration, and
+// source IP hashing (maybeSetHashPolicy).
+func (ls *ListenerService) applyRule(p *tcp.TcpProxy, host, subset string) {
+	var dr *networking.DestinationRule
+	for i := range ls.DestinationRules {
+		if ls.DestinationRules[i].Host == host {
+			dr, _ = ls.DestinationRules[i].Rule.Spec.(*networking.DestinationRule)
+			break
+		}
+	}
+	if dr == nil {
+		return
+	}
+	tcpPool := dr.GetTrafficPolicy().GetConnectionPool().GetTcp()
+	p.IdleTimeout = tcpPool.GetIdleTimeout()
+	p.MaxDownstreamConnectionDuration = tcpPool.GetMaxConnectionDuration()
+	sourceIP := dr.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp()
+	for _, s := range dr.GetSubsets() {
+		if s.GetName() != subset {
+			continue
+		}
+		if lb := s.GetTrafficPolicy().GetLoadBalancer(); lb != nil {
+			sourceIP = lb.GetConsistentHash().GetUseSourceIp()
+		}
+		break
+	}
+	if sourceIP {
+		p.HashPolicy = []*typev3.HashPolicy{{PolicySpecifier: &typev3.HashPolicy_SourceIp_{SourceIp: &typev3.HashPolicy_SourceIp{}}}}
+	}
 }
 
 // destinationCluster is istiod's GetDestinationCluster for TCP routes: the

@@ -3,11 +3,13 @@ package encode_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
@@ -350,5 +352,26 @@ func TestGRPCListeners(t *testing.T) {
 	rt := sh.GetRouteConfig().GetVirtualHosts()[0].GetRoutes()[0]
 	if _, ok := rt.Action.(*route.Route_NonForwardingAction); !ok || s.FilterChains[0].TransportSocket != nil {
 		t.Errorf("server listener = %v", s)
+	}
+}
+
+func TestOutboundListenerDestinationRule(t *testing.T) {
+	r := newLRRows()
+	db := r.svc("db.example", "default", index.OriginServiceEntry, []string{"10.0.0.9"}, tcpP(5432, index.ProtocolTCP))
+	dr := &index.Config{Kind: index.ConfigDestinationRule, Key: index.ConfigKey{Namespace: r.sym("default"), Name: r.sym("db")}, Hash: 3,
+		Spec: &networking.DestinationRule{Host: "db.example", TrafficPolicy: &networking.TrafficPolicy{
+			ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{
+				IdleTimeout: durationpb.New(time.Hour), MaxConnectionDuration: durationpb.New(10 * time.Minute),
+			}},
+			LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{
+				ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}},
+			}},
+		}}}
+	l := outbound(t, outboundKey(r, "10.0.0.9", 5432, encode.ListenerService{Service: db,
+		DestinationRules: []encode.HostDestinationRule{{Host: "db.example", Rule: dr}}}))
+	p := tcpProxyOf(t, l.FilterChains[0])
+	if p.GetIdleTimeout().AsDuration() != time.Hour || p.GetMaxDownstreamConnectionDuration().AsDuration() != 10*time.Minute ||
+		len(p.HashPolicy) != 1 || p.HashPolicy[0].GetSourceIp() == nil {
+		t.Errorf("tcp proxy = %v", p)
 	}
 }

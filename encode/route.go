@@ -193,9 +193,14 @@ func (rc *routeCtx) applyDestination(out *route.Route, in *networking.HTTPRoute,
 				rtMirrorPolicy(rc.destinationCluster(mirror.GetDestination()), mp))
 		}
 	}
+	consistentHash := false
 	if len(in.GetRoute()) == 1 {
 		dst := in.GetRoute()[0]
 		action.ClusterSpecifier = &route.RouteAction_Cluster{Cluster: rc.destinationCluster(dst.GetDestination())}
+		if hp := rtHashPolicy(rc.destinationConsistentHash(dst.GetDestination())); hp != nil {
+			action.HashPolicy = append(action.HashPolicy, hp)
+			consistentHash = true
+		}
 		if dst.GetHeaders() != nil {
 			ops := rtHeaderOps(dst.GetHeaders())
 			out.RequestHeadersToAdd = append(out.RequestHeadersToAdd, ops.reqAdd...)
@@ -227,10 +232,13 @@ func (rc *routeCtx) applyDestination(out *route.Route, in *networking.HTTPRoute,
 				}
 			}
 			weighted = append(weighted, cw)
+			if hp := rtHashPolicy(rc.destinationConsistentHash(dst.GetDestination())); hp != nil {
+				action.HashPolicy = append(action.HashPolicy, hp)
+			}
 		}
 		action.ClusterSpecifier = &route.RouteAction_WeightedClusters{WeightedClusters: &route.WeightedCluster{Clusters: weighted}}
 	}
-	action.RetryPolicy = rtRetryPolicy(in.GetRetries())
+	action.RetryPolicy = rtRetryPolicy(in.GetRetries(), consistentHash)
 }
 
 // setTimeout is istiod's setTimeout: the route timeout (0s: none) and,

@@ -49,6 +49,13 @@ var (
 		RetryHostPredicate:            rtPreviousHosts,
 		HostSelectionRetryMaxAttempts: 5,
 	}
+	// rtDefaultHashRetryPolicy is the default for a consistent-hash
+	// destination: retries stay on the hashed host.
+	rtDefaultHashRetryPolicy = &route.RetryPolicy{
+		RetryOn:                       rtDefaultRetryOn,
+		NumRetries:                    wrapperspb.UInt32(2),
+		HostSelectionRetryMaxAttempts: 5,
+	}
 	// rtDefaultInboundRetryPolicy retries requests reset before reaching
 	// the application.
 	rtDefaultInboundRetryPolicy = &route.RetryPolicy{
@@ -61,9 +68,14 @@ var (
 	}
 )
 
-// rtRetryPolicy is istiod's retry.ConvertPolicy (no consistent hash).
-func rtRetryPolicy(in *networking.HTTPRetry) *route.RetryPolicy {
+// rtRetryPolicy is istiod's retry.ConvertPolicy; with consistentHash set
+// (a single consistent-hash destination) retries do not avoid the previous
+// host.
+func rtRetryPolicy(in *networking.HTTPRetry, consistentHash bool) *route.RetryPolicy {
 	if in == nil {
+		if consistentHash {
+			return rtDefaultHashRetryPolicy
+		}
 		return rtDefaultRetryPolicy
 	}
 	if in.GetAttempts() <= 0 {
@@ -72,8 +84,10 @@ func rtRetryPolicy(in *networking.HTTPRetry) *route.RetryPolicy {
 	out := &route.RetryPolicy{
 		RetryOn:                       rtDefaultRetryOn,
 		NumRetries:                    wrapperspb.UInt32(uint32(in.GetAttempts())),
-		RetryHostPredicate:            rtPreviousHosts,
 		HostSelectionRetryMaxAttempts: 5,
+	}
+	if !consistentHash {
+		out.RetryHostPredicate = rtPreviousHosts
 	}
 	if in.GetRetryOn() != "" {
 		out.RetryOn, out.RetriableStatusCodes = rtParseRetryOn(in.GetRetryOn())

@@ -389,3 +389,54 @@ func TestRouteSelection(t *testing.T) {
 		})
 	}
 }
+
+func TestRouteHashPolicy(t *testing.T) {
+	r := newLRRows()
+	dr := &index.Config{Kind: index.ConfigDestinationRule, Key: index.ConfigKey{Namespace: r.sym("default"), Name: r.sym("reviews")}, Hash: 9,
+		Spec: &networking.DestinationRule{
+			Host: "reviews",
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{
+				ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_HttpHeaderName{HttpHeaderName: "x-user"}},
+			}}},
+			Subsets: []*networking.Subset{{Name: "v2", TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{
+				ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}},
+			}}}}},
+		}}
+	svc := r.svc("reviews.default.svc.cluster.local", "default", index.OriginKubernetes, []string{"10.0.0.9"}, httpP(9080))
+	rules := []encode.HostDestinationRule{{Host: "reviews.default.svc.cluster.local", Rule: dr}}
+
+	t.Run("default route", func(t *testing.T) {
+		k := r.vhKey(svc, 9080)
+		k.DestinationRules = rules
+		a := only(t, genVH(t, k).Routes).GetRoute()
+		if len(a.HashPolicy) != 1 || a.HashPolicy[0].GetHeader().GetHeaderName() != "x-user" {
+			t.Errorf("hash policy = %v", a.HashPolicy)
+		}
+		if len(a.GetRetryPolicy().GetRetryHostPredicate()) != 1 {
+			t.Errorf("the default route keeps istiod's default retry policy: %v", a.GetRetryPolicy())
+		}
+	})
+	t.Run("VirtualService destinations", func(t *testing.T) {
+		k := r.vhKey(svc, 9080)
+		k.DestinationRules = rules
+		k.VirtualService = r.vs("reviews", "default", &networking.VirtualService{Hosts: []string{"reviews"}, Http: []*networking.HTTPRoute{
+			{Name: "v2", Match: []*networking.HTTPMatchRequest{{Uri: exact("/v2")}}, Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews", Subset: "v2"}}}},
+			{Name: "split", Route: []*networking.HTTPRouteDestination{
+				{Destination: &networking.Destination{Host: "reviews", Subset: "v1"}, Weight: 50},
+				{Destination: &networking.Destination{Host: "reviews", Subset: "v2"}, Weight: 50},
+			}},
+		}})
+		rs := genVH(t, k).Routes
+		single := rs[0].GetRoute()
+		if len(single.HashPolicy) != 1 || !single.HashPolicy[0].GetConnectionProperties().GetSourceIp() {
+			t.Errorf("subset hash policy = %v", single.HashPolicy)
+		}
+		if len(single.GetRetryPolicy().GetRetryHostPredicate()) != 0 {
+			t.Errorf("a consistent-hash destination retries on the same host: %v", single.GetRetryPolicy())
+		}
+		split := rs[1].GetRoute()
+		if len(split.HashPolicy) != 2 || split.HashPolicy[0].GetHeader().GetHeaderName() != "x-user" || !split.HashPolicy[1].GetConnectionProperties().GetSourceIp() {
+			t.Errorf("weighted hash policies = %v", split.HashPolicy)
+		}
+	})
+}

@@ -46,6 +46,11 @@ type VirtualHostKey struct {
 	// Destinations are the ExternalName services the VirtualService routes
 	// to: their clusters are named after the ExternalName target.
 	Destinations []*index.Service
+	// DestinationRules are the DestinationRules, with a consistent hash
+	// load balancer, of the hosts the virtual host routes to (its service
+	// for the default route, the VirtualService's destinations): routes to
+	// them carry the matching hash policy, as istiod's do.
+	DestinationRules []HostDestinationRule
 	// Sniffed builds the virtual host of a protocol-sniffed service's own
 	// route configuration ("host:port"): its only domain is "*".
 	Sniffed bool
@@ -67,12 +72,23 @@ func (k *VirtualHostKey) Hash() uint64 {
 	hashCfgRow(&h, k.VirtualService)
 	hashSvcRows(&h, k.Aliases)
 	hashSvcRows(&h, k.Destinations)
+	h.Int(len(k.DestinationRules))
+	for i := range k.DestinationRules {
+		h.Str(k.DestinationRules[i].Host)
+		hashCfgRow(&h, k.DestinationRules[i].Rule)
+	}
 	h.Bool(k.Sniffed)
 	h.Int(len(k.Exclude))
 	for _, x := range k.Exclude {
 		h.U64(x)
 	}
 	return h.Sum()
+}
+
+// HostDestinationRule is the DestinationRule that applies to a host.
+type HostDestinationRule struct {
+	Host string
+	Rule *index.Config
 }
 
 // hashSvcRow feeds a service row by its content hash (0 marks nil).
@@ -168,7 +184,11 @@ func vhRoutes(k *VirtualHostKey) []*route.Route {
 		return nil
 	}
 	host := k.Syms.String(k.Service.Key.Host)
-	return []*route.Route{defaultOutboundRoute(outboundClusterName(k.Port, "", host), host, k.Port)}
+	r := defaultOutboundRoute(outboundClusterName(k.Port, "", host), host, k.Port)
+	if hp := rtHashPolicy(k.serviceConsistentHash(host)); hp != nil {
+		r.GetRoute().HashPolicy = []*route.RouteAction_HashPolicy{hp}
+	}
+	return []*route.Route{r}
 }
 
 // outboundClusterName is istiod's subset key, `outbound|PORT|SUBSET|HOST`.

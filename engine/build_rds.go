@@ -199,6 +199,18 @@ func (b *rdsBuilder) key(port uint32, svc *index.Service, host string, vs *index
 	}
 	if vs != nil {
 		k.Destinations = b.view.destinations[vs]
+		k.DestinationRules = b.view.vsHashRules[vs]
+	}
+	if svc != nil {
+		// The service's own rule, for its default route (also the fallback
+		// of a VirtualService with no route on this port).
+		if own := b.view.hashRules[svc.Key.Host]; len(own) > 0 && !slices.Contains(k.DestinationRules, own[0]) {
+			if len(k.DestinationRules) == 0 {
+				k.DestinationRules = own
+			} else {
+				k.DestinationRules = append(slices.Clip(k.DestinationRules), own[0])
+			}
+		}
 	}
 	return k
 }

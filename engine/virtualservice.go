@@ -38,6 +38,16 @@ type routeView struct {
 	// destinations maps a VirtualService to the ExternalName services its
 	// routes name.
 	destinations map[*index.Config][]*index.Service
+	// hashRules maps a service hostname to its DestinationRule when that
+	// rule sets a consistent hash (routes then carry a hash policy).
+	hashRules map[index.Sym][]encode.HostDestinationRule
+	// vsHashRules maps a VirtualService to the consistent-hash rules of the
+	// hosts its HTTP routes go to.
+	vsHashRules map[*index.Config][]encode.HostDestinationRule
+	// tcpRules maps a service hostname to the DestinationRules its TCP
+	// proxies read (its own and its TCP/TLS routes' destinations'), for
+	// rules that set TCP proxy settings.
+	tcpRules map[index.Sym][]encode.HostDestinationRule
 	// tcpRoutes maps a service hostname to the VirtualServices with TCP or
 	// TLS routes for it, in precedence order (istiod's getConfigsForHost).
 	tcpRoutes map[index.Sym][]*index.Config
@@ -107,7 +117,10 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 		aliases:      map[index.Sym][]*index.Service{},
 		destinations: map[*index.Config][]*index.Service{},
 
+		hashRules:       map[index.Sym][]encode.HostDestinationRule{},
+		vsHashRules:     map[*index.Config][]encode.HostDestinationRule{},
 		tcpRoutes:       map[index.Sym][]*index.Config{},
+		tcpRules:        map[index.Sym][]encode.HostDestinationRule{},
 		tcpDestinations: map[*index.Config][]*index.Service{},
 	}
 	snap.Configs(index.ConfigVirtualService, func(c *index.Config) bool {
@@ -250,7 +263,118 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 		}
 	}
 	v.addTCPRoutes(sc, mesh)
+	v.addHashRules(sc, mesh)
 	return v
+}
+
+// addHashRules finds the consistent-hash DestinationRules of the scope's
+// services and of the VirtualServices' destinations.
+func (v *routeView) addHashRules(sc *Scope, mesh *encode.Mesh) {
+	snap := sc.Snapshot
+	if snap.NumConfigs(index.ConfigDestinationRule) == 0 {
+		return
+	}
+	own := map[index.Sym]encode.HostDestinationRule{}
+	for _, id := range sc.Services {
+		svc := snap.ServiceByID(id)
+		dr := destinationRule(snap, mesh, sc.Namespace, svc)
+		if dr == nil {
+			continue
+		}
+		r := encode.HostDestinationRule{Host: snap.String(svc.Key.Host), Rule: dr}
+		if hasConsistentHash(dr) {
+			v.hashRules[svc.Key.Host] = []encode.HostDestinationRule{r}
+		}
+		if hasTCPSettings(dr) {
+			own[svc.Key.Host] = r
+		}
+	}
+	for _, id := range sc.Services {
+		svc := snap.ServiceByID(id)
+		var rules []encode.HostDestinationRule
+		if r, ok := own[svc.Key.Host]; ok {
+			rules = append(rules, r)
+		}
+		for _, c := range v.tcpRoutes[svc.Key.Host] {
+			for _, d := range v.tcpDestinations[c] {
+				if r, ok := own[d.Key.Host]; ok && !slices.Contains(rules, r) {
+					rules = append(rules, r)
+				}
+			}
+		}
+		if len(rules) > 0 {
+			v.tcpRules[svc.Key.Host] = rules
+		}
+	}
+	for _, c := range v.virtualServices {
+		var rules []encode.HostDestinationRule
+		for _, r := range vsSpec(c).GetHttp() {
+			for _, d := range r.GetRoute() {
+				h, ok := snap.Symbols.Lookup(resolveHost(d.GetDestination().GetHost(), snap.String(c.Key.Namespace), mesh.DomainSuffix))
+				if !ok {
+					continue
+				}
+				if hr := v.hashRules[h]; len(hr) > 0 && !slices.Contains(rules, hr[0]) {
+					rules = append(rules, hr[0])
+				}
+			}
+		}
+		if len(rules) > 0 {
+			v.vsHashRules[c] = rules
+		}
+	}
+}
+
+// hasTCPSettings reports whether a DestinationRule sets what a TCP proxy
+// takes from it: an idle timeout, a maximum connection duration, or source
+// IP hashing.
+func hasTCPSettings(c *index.Config) bool {
+	dr, ok := c.Spec.(*networking.DestinationRule)
+	if !ok {
+		return false
+	}
+	tcp := dr.GetTrafficPolicy().GetConnectionPool().GetTcp()
+	if tcp.GetIdleTimeout() != nil || tcp.GetMaxConnectionDuration() != nil {
+		return true
+	}
+	if dr.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp() {
+		return true
+	}
+	for _, s := range dr.GetSubsets() {
+		if s.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp() {
+			return true
+		}
+	}
+	return false
+}
+
+// hasConsistentHash reports whether a DestinationRule sets a consistent
+// hash load balancer anywhere.
+func hasConsistentHash(c *index.Config) bool {
+	dr, ok := c.Spec.(*networking.DestinationRule)
+	if !ok {
+		return false
+	}
+	tp := func(p *networking.TrafficPolicy) bool {
+		if p.GetLoadBalancer().GetConsistentHash() != nil {
+			return true
+		}
+		for _, pls := range p.GetPortLevelSettings() {
+			if pls.GetLoadBalancer().GetConsistentHash() != nil {
+				return true
+			}
+		}
+		return false
+	}
+	if tp(dr.GetTrafficPolicy()) {
+		return true
+	}
+	for _, s := range dr.GetSubsets() {
+		if tp(s.GetTrafficPolicy()) {
+			return true
+		}
+	}
+	return false
 }
 
 // isAlias reports whether a service is a Kubernetes ExternalName service,
