@@ -114,7 +114,9 @@ type ProcessStats struct {
 	CPUUserSeconds   float64 `json:"cpu_user_seconds"`
 	CPUSystemSeconds float64 `json:"cpu_system_seconds"`
 	MaxRSSBytes      int64   `json:"max_rss_bytes"`
-	// At the moment the last proxy reached full config (steady state):
+	// When the last proxy reached full config, after a forced GC that
+	// returned free memory to the OS (steady state: what the proxies keep):
+	// resident set size and live heap.
 	RSSAtFullConfigBytes   int64 `json:"rss_at_full_config_bytes"`
 	HeapAtFullConfigBytes  int64 `json:"heap_at_full_config_bytes"`
 	GoroutinesAtFullConfig int   `json:"goroutines_at_full_config"`

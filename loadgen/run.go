@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -178,6 +179,7 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 	if cfg.Duration > 0 {
 		<-stop.Done()
 	}
+	r.addSample() // the last one before streams close
 
 	// Stop: half-close every stream so the server receives every request
 	// sent and ends the stream; cut what remains after a grace period.
@@ -206,7 +208,6 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 	}
 	stopSampler()
 	<-samplerDone
-	r.addSample()
 	r.progress(true)
 
 	rep := r.report()
@@ -360,13 +361,16 @@ func (r *runner) noteError(field *string, msg string) {
 	r.errMu.Unlock()
 }
 
-// atFullConfig records the process's state once every proxy has full config.
+// atFullConfig records the process's state once every proxy has full
+// config: after a GC that returns free memory to the OS, so that RSS and
+// heap are what the proxies keep, not the garbage of their first pushes.
 func (r *runner) atFullConfig() {
+	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	r.atFull = ProcessStats{
 		RSSAtFullConfigBytes:   currentRSS(),
-		HeapAtFullConfigBytes:  int64(ms.HeapInuse),
+		HeapAtFullConfigBytes:  int64(ms.HeapAlloc),
 		GoroutinesAtFullConfig: runtime.NumGoroutine(),
 	}
 	r.bytesAtFull = r.totalBytes()

@@ -52,6 +52,11 @@ func (everyNode) ID(*corev3.Node) string { return "all" }
 
 func startXDS(t testing.TB, snap *cachev3.Snapshot) *xdsServer {
 	t.Helper()
+	return startXDSOn(t, "127.0.0.1:0", snap)
+}
+
+func startXDSOn(t testing.TB, addr string, snap *cachev3.Snapshot) *xdsServer {
+	t.Helper()
 	s := &xdsServer{
 		cache:  cachev3.NewSnapshotCache(true, everyNode{}, quietLogger{}),
 		acks:   map[string]int{},
@@ -76,7 +81,7 @@ func startXDS(t testing.TB, snap *cachev3.Snapshot) *xdsServer {
 	srv := serverv3.NewServer(ctx, s.cache, cb)
 	gs := grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ every proxy, like istiod, at a fraction of the cost.`,
 	}
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newValidateCommand())
+	root.AddCommand(newLoadgenCommand())
 	root.AddCommand(newVersionCommand())
 	return root
 }
