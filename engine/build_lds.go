@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/puzpuzpuz/xsync/v4"
 	"google.golang.org/protobuf/proto"
@@ -283,6 +284,9 @@ func buildGRPCListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names
 		return dst, nil
 	}
 	for _, name := range names {
+		if !utf8.ValidString(name) {
+			continue // no resource can have this name
+		}
 		if addr, ok := strings.CutPrefix(name, encode.GRPCServerListenerPrefix); ok {
 			if dst, err = grpcServerListener(sc, cache, name, addr, dst); err != nil {
 				return dst, err
@@ -344,6 +348,11 @@ func grpcService(sc *Scope, mesh *encode.Mesh, host string) *index.Service {
 func grpcServerListener(sc *Scope, cache *encode.Cache, name, addr string, dst []Resource) ([]Resource, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
+		return dst, nil
+	}
+	// The name carries the server's listen address (istio-agent fills in
+	// IP:PORT); anything else cannot be a listener address.
+	if _, err := netip.ParseAddr(host); err != nil {
 		return dst, nil
 	}
 	port, ok := parsePort(portStr)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
@@ -74,6 +75,9 @@ func (b *rdsBuilder) release() {
 }
 
 func (b *rdsBuilder) build(name string, dst []Resource) ([]Resource, error) {
+	if !utf8.ValidString(name) {
+		return dst, nil // no resource can have this name
+	}
 	if b.sc.Class.Type == encode.ProxyGRPC {
 		return b.buildGRPC(name, dst)
 	}
