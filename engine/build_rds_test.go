@@ -118,3 +118,49 @@ func TestBuildWarmAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutesOneServiceChanged: after one service changes, rebuilding its
+// port's route configuration generates exactly one virtual host; the
+// others come from the cache.
+func TestRoutesOneServiceChanged(t *testing.T) {
+	f := newMeshFixture(t)
+	for i := range 20 {
+		f.serviceEntry(fmt.Sprint("service-", i), "default", []string{fmt.Sprintf("random-%d.host.example", i)},
+			[]string{fmt.Sprintf("240.240.0.%d", i)}, index.ResolutionClientSideLB, httpPort(80))
+	}
+	mesh := encode.DefaultMesh()
+	cache := verifyCache()
+	misses := func() (vh, rc uint64) {
+		for _, s := range cache.Stats() {
+			switch s.Kind {
+			case encode.KindVirtualHost.String():
+				vh = s.Misses
+			case encode.KindRoute.String():
+				rc = s.Misses
+			}
+		}
+		return vh, rc
+	}
+	if _, err := buildRoutes(NewScope(f.apply(), sidecarClass("default")), mesh, cache, []string{"80"}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	vh0, rc0 := misses()
+	if vh0 != 20 || rc0 != 1 {
+		t.Fatalf("cold build: %d virtual host and %d route misses, want 20 and 1", vh0, rc0)
+	}
+	f.serviceEntry("service-7", "default", []string{"random-7.host.example"}, []string{"240.240.1.7"}, index.ResolutionClientSideLB, httpPort(80))
+	rs, err := buildRoutes(NewScope(f.apply(), sidecarClass("default")), mesh, cache, []string{"80"}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vh1, rc1 := misses()
+	if vh1-vh0 != 1 || rc1-rc0 != 1 {
+		t.Errorf("after one change: %d virtual hosts and %d route configurations generated, want 1 and 1", vh1-vh0, rc1-rc0)
+	}
+	rc := decodeRoutes(t, rs)[0]
+	for _, vh := range rc.VirtualHosts {
+		if vh.Name == "random-7.host.example:80" && vh.Domains[2] != "240.240.1.7" {
+			t.Errorf("changed virtual host = %v", vh.Domains)
+		}
+	}
+}
