@@ -6,4 +6,67 @@
 //
 // loadgen imports no other pilotfish package, only protocol types: it must
 // measure pilotfish exactly as it would measure istiod or go-control-plane.
+//
+// # What a simulated proxy does
+//
+// Each proxy opens one ADS stream (SotW or Delta; its own gRPC connection
+// unless Config.StreamsPerConn multiplexes several) and sends its Node,
+// with istio-agent's node ID and metadata, on the first request only. An
+// Envoy (sidecar or router) subscribes to CDS as a wildcard; once CDS is
+// ACKed it subscribes to the EDS services of its EDS clusters; once those
+// are held it subscribes to LDS (wildcard), then to the route
+// configurations its listeners name, in filter chains, the default filter
+// chain and api_listener. A proxyless gRPC client subscribes to its target
+// Listeners by name, then the route configurations, clusters (routes'
+// clusters, weighted clusters, inline routes) and EDS services they name.
+// Every response is ACKed with its version and nonce, or NACKed (NackRate,
+// error_detail set; the next response of the type is always ACKed). As CDS
+// and LDS change, subscriptions follow: a SotW proxy re-requests EDS/RDS
+// with the new name set, a Delta proxy subscribes and unsubscribes. A lost
+// stream is reopened with jittered backoff and subscribes afresh.
+//
+// A proxy has full config when every type it subscribes to is ACKed and
+// every name it asked for (EDS, RDS; for gRPC all four types) is held. A
+// change (Config.ChangeCmd or ChangeFunc, run once every proxy has full
+// config) has converged on a proxy when the proxy holds (or, negated, no
+// longer holds) Config.ExpectResource, ACKed, with full config; without an
+// ExpectResource, on any ACKed version bump with full config.
+//
+// # Cost
+//
+// The simulation must cost much less than what it measures, so that one
+// process on two cores drives 10,000 proxies. Responses are decoded lazily
+// (wire.go): the gRPC codec walks the protobuf wire format while gRPC still
+// holds the buffers, skipping every field it does not follow by its length,
+// and interns names into a run-wide symbol table (symtab.go). A proxy keeps
+// only sorted slices of 4-byte IDs: what it subscribed to and the
+// (resource, referenced name) pairs it holds, about 8 bytes per resource,
+// and never a response's bytes. Decoding a 1,000-cluster CDS response costs
+// about 0.3ms and 2 allocations (its version and nonce strings), against
+// about 13ms and 89,000 allocations for a full unmarshal with ValidateAll
+// (Decode "full", which checks a server's output rather than simulating
+// scale). Per proxy, gRPC's connection and its goroutines dominate memory:
+// about 80-120 KiB of RSS per proxy with one connection each.
+//
+// # Concurrency
+//
+// One goroutine per proxy receives, decodes, updates the proxy's state and
+// sends, like Envoy's main thread; the runner's goroutine launches proxies,
+// makes changes and builds the report; a sampler goroutine records the
+// timeline and prints progress. Counters shared by proxies are atomics
+// (per type, a lock-free log-linear histogram for response latency); per
+// proxy results (time to full config, convergence) are written once into
+// per-proxy slots. A proxy's state is read by others only after its
+// goroutine has ended. At the end every stream is half-closed first, so the
+// server receives every ACK before the stream ends.
+//
+// # Output
+//
+// Run returns a Report. WriteTable formats it for a terminal, WriteHTML as
+// a self-contained page with inline SVG charts, and WriteJSON as the stable,
+// machine-readable form used by `pilotfish loadgen --json` and by bench:
+// snake_case field names as tagged on Report and its parts, durations in
+// float milliseconds in fields ending in _ms, times from the start of the
+// run. Latency summaries carry count, min, mean, p50, p90, p99, max and a
+// 101-point CDF (cdf_ms[q] is the q-th percentile).
 package loadgen

@@ -78,6 +78,9 @@ type runner struct {
 	bytesAtFull   int64
 	userAtStart   time.Duration
 	sysAtStart    time.Duration
+	end           time.Time // when measuring ended, before streams close
+	userAtEnd     time.Duration
+	sysAtEnd      time.Duration
 	sampleEvery   time.Duration
 	timelineMu    sync.Mutex
 	timeline      []Sample // guarded by timelineMu
@@ -179,7 +182,12 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 	if cfg.Duration > 0 {
 		<-stop.Done()
 	}
+	stopSampler()
+	<-samplerDone
 	r.addSample() // the last one before streams close
+	r.progress(true)
+	r.end = time.Now()
+	r.userAtEnd, r.sysAtEnd = cpuTimes()
 
 	// Stop: half-close every stream so the server receives every request
 	// sent and ends the stream; cut what remains after a grace period.
@@ -206,9 +214,6 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 	for _, c := range r.conns {
 		c.Close()
 	}
-	stopSampler()
-	<-samplerDone
-	r.progress(true)
 
 	rep := r.report()
 	switch {
@@ -548,7 +553,7 @@ func (r *runner) report() *Report {
 		RampPerSecond:  cfg.Ramp,
 		NackRate:       cfg.NackRate,
 		StartedAt:      r.start,
-		ElapsedMS:      ms(time.Since(r.start)),
+		ElapsedMS:      ms(r.end.Sub(r.start)),
 		Launched:       int(r.launched.Load()),
 		Connected:      int(r.everConnected.Load()),
 		FullConfig:     int(r.fullCount.Load()),
@@ -629,10 +634,9 @@ func (r *runner) report() *Report {
 		LastInvalid: r.lastInvalid,
 	}
 	r.errMu.Unlock()
-	user, sys := cpuTimes()
 	rep.Process = r.atFull
-	rep.Process.CPUUserSeconds = (user - r.userAtStart).Seconds()
-	rep.Process.CPUSystemSeconds = (sys - r.sysAtStart).Seconds()
+	rep.Process.CPUUserSeconds = (r.userAtEnd - r.userAtStart).Seconds()
+	rep.Process.CPUSystemSeconds = (r.sysAtEnd - r.sysAtStart).Seconds()
 	rep.Process.MaxRSSBytes = maxRSS()
 	rep.Process.InternedNames = r.syms.size()
 	r.timelineMu.Lock()

@@ -3,10 +3,12 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -444,5 +446,43 @@ func TestDuration(t *testing.T) {
 	}
 	if rep.ElapsedMS > 5000 {
 		t.Errorf("elapsed %vms after cancel", rep.ElapsedMS)
+	}
+}
+
+// TestDialer: a Go caller's Dialer replaces net.Dialer for every
+// connection.
+func TestDialer(t *testing.T) {
+	srv := startXDS(t, baseMesh("v1").snapshot(t))
+	var dials atomic.Int32
+	cfg := testConfig("in-memory-name:1", 6, SotW)
+	cfg.StreamsPerConn = 2
+	cfg.Dialer = func(ctx context.Context, addr string) (net.Conn, error) {
+		if addr != "in-memory-name:1" {
+			t.Errorf("dialer got %q", addr)
+		}
+		dials.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", srv.addr)
+	}
+	rep := run(t, cfg)
+	checkConsistent(t, rep)
+	if dials.Load() != 3 {
+		t.Errorf("%d dials, want 3", dials.Load())
+	}
+}
+
+// TestCancelIncomplete: cancelling the context before full config returns
+// the report with ErrIncomplete wrapping the context's error.
+func TestCancelIncomplete(t *testing.T) {
+	srv := startXDS(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	cfg := testConfig(srv.addr, 2, Delta)
+	rep, err := Run(ctx, cfg)
+	if !errors.Is(err, ErrIncomplete) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	if rep == nil || rep.Complete || rep.Connected != 2 {
+		t.Fatalf("report %+v", rep)
 	}
 }
