@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -123,10 +124,190 @@ type epInput struct {
 
 type epCandidate struct {
 	ep       *index.Endpoint
-	port     uint32
 	locality string
-	addr     string
+	port     uint32
+	// seq orders candidates that compare equal otherwise; for inline
+	// ServiceEntry endpoints it is also the endpoint's index (NAME-INDEX).
+	seq    int32
+	inline bool
+}
+
+// epCompare orders endpoints by locality, address (IPs before hostnames),
+// port, then source order: a total order, so the output is deterministic.
+func epCompare(syms *index.Symbols) func(a, b epCandidate) int {
+	return func(a, b epCandidate) int {
+		if c := cmp.Compare(a.locality, b.locality); c != 0 {
+			return c
+		}
+		av, bv := a.ep.Addr.IsValid(), b.ep.Addr.IsValid()
+		switch {
+		case av && bv:
+			if c := a.ep.Addr.Compare(b.ep.Addr); c != 0 {
+				return c
+			}
+		case av != bv:
+			if av {
+				return -1
+			}
+			return 1
+		default:
+			if c := cmp.Compare(syms.String(a.ep.Hostname), syms.String(b.ep.Hostname)); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(a.port, b.port); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	}
+}
+
+// epMetaKey identifies an endpoint's metadata: endpoints of one workload
+// share one (immutable) Metadata message.
+type epMetaKey struct {
+	tls      bool
 	workload string
+	labels   index.LabelSetID
+}
+
+// clWeightOne is the common endpoint weight, shared (immutable).
+var clWeightOne = clU32(1)
+
+// epBuildLocalities converts the shard's endpoints of one port (and
+// subset) into locality groups: localities sorted by name, endpoints by
+// address, weights summed per locality.
+func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
+	var cands []epCandidate
+	seOffset := 0
+	svcName := ""
+	if in.svc.Origin == index.OriginServiceEntry && in.svc.Name != 0 {
+		svcName = in.syms.String(in.svc.Name)
+	}
+	var seq int32
+	for gi := range in.shard.Groups {
+		g := &in.shard.Groups[gi]
+		port, ok := epEndpointPort(in.svc, g, in.port)
+		// Inline ServiceEntry endpoints are named NAME-INDEX as istiod does.
+		inline := svcName != "" && epIsInlineGroup(in.syms.String(g.Source), svcName)
+		base := seOffset
+		if inline {
+			seOffset += len(g.Endpoints)
+		}
+		if !ok {
+			seq += int32(len(g.Endpoints))
+			continue
+		}
+		for i := range g.Endpoints {
+			e := &g.Endpoints[i]
+			s := seq
+			seq++
+			if inline {
+				s = int32(base + i)
+			}
+			if e.Health == index.HealthDraining || (e.Health == index.HealthUnhealthy && !in.sendUnhealthy) {
+				continue
+			}
+			if in.subsetLabels != 0 && !in.labels.Matches(in.subsetLabels, e.Labels) {
+				continue
+			}
+			if !e.Addr.IsValid() && (e.Hostname == 0 || !in.hostnames) {
+				continue
+			}
+			cands = append(cands, epCandidate{ep: e, port: port, locality: in.syms.String(e.Locality), seq: s, inline: inline})
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.SortFunc(cands, epCompare(in.syms))
+	ns := in.syms.String(in.svc.Key.Namespace)
+	lk := epNewLabelKeys(in.syms)
+	metas := map[epMetaKey]*corev3.Metadata{}
+	addrs := epAddresses(in.syms, cands)
+	// The messages of all endpoints are allocated in bulk: seven per
+	// assignment instead of seven per endpoint.
+	n := len(cands)
+	lbes := make([]endpointv3.LbEndpoint, n)
+	hids := make([]endpointv3.LbEndpoint_Endpoint, n)
+	eps := make([]endpointv3.Endpoint, n)
+	as := make([]corev3.Address, n)
+	sas := make([]corev3.Address_SocketAddress, n)
+	sockets := make([]corev3.SocketAddress, n)
+	ports := make([]corev3.SocketAddress_PortValue, n)
+	var out []*endpointv3.LocalityLbEndpoints
+	var cur *endpointv3.LocalityLbEndpoints
+	curLoc := ""
+	for i := range cands {
+		c := &cands[i]
+		if cur == nil || c.locality != curLoc {
+			cur = &endpointv3.LocalityLbEndpoints{Locality: epParseLocality(c.locality), LoadBalancingWeight: clU32(0)}
+			curLoc = c.locality
+			out = append(out, cur)
+		}
+		w := uint32(c.ep.Weight)
+		weight := clWeightOne
+		if w == 0 {
+			w = 1
+		} else if w != 1 {
+			weight = clU32(w)
+		}
+		wl := ""
+		switch {
+		case c.ep.Workload != 0:
+			wl = epWorkloadName(in.syms, in.labels, &lk, c.ep.Labels, in.syms.String(c.ep.Workload))
+		case c.inline:
+			wl = svcName + "-" + strconv.Itoa(int(c.seq))
+		}
+		mk := epMetaKey{tls: c.ep.TLSMode == index.TLSModeIstio && !in.mtlsDisabled, workload: wl, labels: c.ep.Labels}
+		md, ok := metas[mk]
+		if !ok {
+			md = epMetadata(in, &lk, mk, ns)
+			metas[mk] = md
+		}
+		ports[i].PortValue = c.port
+		sockets[i].Address = addrs[i]
+		sockets[i].PortSpecifier = &ports[i]
+		sas[i].SocketAddress = &sockets[i]
+		as[i].Address = &sas[i]
+		eps[i].Address = &as[i]
+		hids[i].Endpoint = &eps[i]
+		lbe := &lbes[i]
+		lbe.HostIdentifier = &hids[i]
+		lbe.HealthStatus = epHealth(in.svc, c.ep)
+		lbe.Metadata = md
+		lbe.LoadBalancingWeight = weight
+		cur.LbEndpoints = append(cur.LbEndpoints, lbe)
+		if sum := cur.LoadBalancingWeight.Value + w; sum >= cur.LoadBalancingWeight.Value {
+			cur.LoadBalancingWeight.Value = sum
+		} else {
+			cur.LoadBalancingWeight.Value = 1<<32 - 1 // istiod saturates on overflow
+		}
+	}
+	return out
+}
+
+// epAddresses renders the candidates' addresses into one buffer and returns
+// them as strings sharing it (the buffer is never written again).
+func epAddresses(syms *index.Symbols, cands []epCandidate) []string {
+	buf := make([]byte, 0, 16*len(cands))
+	ends := make([]int, len(cands))
+	for i := range cands {
+		if e := cands[i].ep; e.Addr.IsValid() {
+			buf = e.Addr.AppendTo(buf)
+		} else {
+			buf = append(buf, syms.String(e.Hostname)...)
+		}
+		ends[i] = len(buf)
+	}
+	out := make([]string, len(cands))
+	start := 0
+	for i, end := range ends {
+		if end > start {
+			out[i] = unsafe.String(&buf[start], end-start)
+		}
+		start = end
+	}
+	return out
 }
 
 // epEndpointPort maps the service port to the port of a group's endpoints:
@@ -146,107 +327,6 @@ func epEndpointPort(svc *index.Service, g *index.EndpointGroup, p index.Port) (u
 		return p.TargetPort, true
 	}
 	return p.Number, true
-}
-
-// epBuildLocalities converts the shard's endpoints of one port (and
-// subset) into locality groups: localities sorted by name, endpoints by
-// address, weights summed per locality.
-func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
-	var cands []epCandidate
-	seOffset := 0
-	svcName := ""
-	if in.svc.Origin == index.OriginServiceEntry && in.svc.Name != 0 {
-		svcName = in.syms.String(in.svc.Name)
-	}
-	for gi := range in.shard.Groups {
-		g := &in.shard.Groups[gi]
-		port, ok := epEndpointPort(in.svc, g, in.port)
-		// Inline ServiceEntry endpoints are named NAME-INDEX as istiod does.
-		inline := svcName != "" && epIsInlineGroup(in.syms.String(g.Source), svcName)
-		base := seOffset
-		if inline {
-			seOffset += len(g.Endpoints)
-		}
-		if !ok {
-			continue
-		}
-		for i := range g.Endpoints {
-			e := &g.Endpoints[i]
-			if e.Health == index.HealthDraining || (e.Health == index.HealthUnhealthy && !in.sendUnhealthy) {
-				continue
-			}
-			if in.subsetLabels != 0 && !in.labels.Matches(in.subsetLabels, e.Labels) {
-				continue
-			}
-			var addr string
-			switch {
-			case e.Addr.IsValid():
-				addr = e.Addr.String()
-			case e.Hostname != 0 && in.hostnames:
-				addr = in.syms.String(e.Hostname)
-			default:
-				continue
-			}
-			var wl string
-			switch {
-			case e.Workload != 0:
-				wl = in.syms.String(e.Workload)
-			case inline:
-				wl = svcName + "-" + strconv.Itoa(base+i)
-			}
-			cands = append(cands, epCandidate{ep: e, port: port, locality: in.syms.String(e.Locality), addr: addr, workload: wl})
-		}
-	}
-	if len(cands) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(cands, func(a, b epCandidate) int {
-		if c := cmp.Compare(a.locality, b.locality); c != 0 {
-			return c
-		}
-		if a.ep.Addr.IsValid() && b.ep.Addr.IsValid() {
-			if c := a.ep.Addr.Compare(b.ep.Addr); c != 0 {
-				return c
-			}
-		} else if c := cmp.Compare(a.addr, b.addr); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.port, b.port)
-	})
-	ns := in.syms.String(in.svc.Key.Namespace)
-	var out []*endpointv3.LocalityLbEndpoints
-	var cur *endpointv3.LocalityLbEndpoints
-	curLoc := ""
-	for i := range cands {
-		c := &cands[i]
-		if cur == nil || c.locality != curLoc {
-			cur = &endpointv3.LocalityLbEndpoints{Locality: epParseLocality(c.locality), LoadBalancingWeight: clU32(0)}
-			curLoc = c.locality
-			out = append(out, cur)
-		}
-		w := uint32(c.ep.Weight)
-		if w == 0 {
-			w = 1
-		}
-		lbe := &endpointv3.LbEndpoint{
-			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-					Address:       c.addr,
-					PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: c.port},
-				}}},
-			}},
-			HealthStatus:        epHealth(in.svc, c.ep),
-			Metadata:            epMetadata(in, c, ns),
-			LoadBalancingWeight: clU32(w),
-		}
-		cur.LbEndpoints = append(cur.LbEndpoints, lbe)
-		if sum := cur.LoadBalancingWeight.Value + w; sum >= cur.LoadBalancingWeight.Value {
-			cur.LoadBalancingWeight.Value = sum
-		} else {
-			cur.LoadBalancingWeight.Value = 1<<32 - 1 // istiod saturates on overflow
-		}
-	}
-	return out
 }
 
 func epIsInlineGroup(source, seName string) bool {
@@ -271,23 +351,23 @@ func epHealth(svc *index.Service, e *index.Endpoint) corev3.HealthStatus {
 	return corev3.HealthStatus_UNKNOWN
 }
 
-// epMetadata is istiod's AppendLbEndpointMetadata: the tlsMode
-// transport socket match, and the compressed telemetry label
+// epTLSMatch is the tlsMode transport socket match metadata, shared.
+var epTLSMatch = &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": clStructString("istio")}}
+
+// epMetadata is istiod's AppendLbEndpointMetadata: the tlsMode transport
+// socket match, and the compressed telemetry label
 // "workload;namespace;canonical-name;canonical-revision;cluster".
-func epMetadata(in *epInput, c *epCandidate, ns string) *corev3.Metadata {
-	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{}}
-	if c.ep.TLSMode == index.TLSModeIstio && !in.mtlsDisabled {
-		md.FilterMetadata["envoy.transport_socket_match"] = &structpb.Struct{Fields: map[string]*structpb.Value{
-			"tlsMode": clStructString("istio"),
-		}}
+func epMetadata(in *epInput, lk *epLabelKeys, k epMetaKey, ns string) *corev3.Metadata {
+	md := &corev3.Metadata{FilterMetadata: make(map[string]*structpb.Struct, 2)}
+	if k.tls {
+		md.FilterMetadata["envoy.transport_socket_match"] = epTLSMatch
 	}
-	wl := epWorkloadName(in.syms, in.labels, c.ep.Labels, c.workload)
-	name, rev := epCanonicalService(in.syms, in.labels, c.ep.Labels, wl)
+	name, rev := epCanonicalService(in.syms, in.labels, lk, k.labels, k.workload)
 	if rev == "latest" {
 		rev = ""
 	}
 	md.FilterMetadata["istio"] = &structpb.Struct{Fields: map[string]*structpb.Value{
-		"workload": clStructString(wl + ";" + ns + ";" + name + ";" + rev + ";" + in.clusterID),
+		"workload": clStructString(k.workload + ";" + ns + ";" + name + ";" + rev + ";" + in.clusterID),
 	}}
 	return md
 }

@@ -6,51 +6,73 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-// epLabelValue returns the value of label key in set id, without allocating.
-func epLabelValue(syms *index.Symbols, sets *index.LabelSets, id index.LabelSetID, key string) (string, bool) {
-	if id == 0 {
-		return "", false
+// epLabelKeys are the label keys endpoint metadata reads, resolved to
+// symbols once per generation (0: never interned, so no endpoint has it).
+type epLabelKeys struct {
+	podTemplateHash                   index.Sym
+	canonicalName, k8sName, app       index.Sym
+	canonicalRev, k8sVersion, version index.Sym
+}
+
+func epNewLabelKeys(syms *index.Symbols) epLabelKeys {
+	l := func(s string) index.Sym { v, _ := syms.Lookup(s); return v }
+	return epLabelKeys{
+		podTemplateHash: l("pod-template-hash"),
+		canonicalName:   l("service.istio.io/canonical-name"),
+		k8sName:         l("app.kubernetes.io/name"),
+		app:             l("app"),
+		canonicalRev:    l("service.istio.io/canonical-revision"),
+		k8sVersion:      l("app.kubernetes.io/version"),
+		version:         l("version"),
 	}
-	k, ok := syms.Lookup(key)
-	if !ok {
+}
+
+// epLabelValue returns the value of label key in set id, without allocating.
+func epLabelValue(syms *index.Symbols, sets *index.LabelSets, id index.LabelSetID, key index.Sym) (string, bool) {
+	if id == 0 || key == 0 {
 		return "", false
 	}
 	for _, l := range sets.Get(id) {
-		if l.Key == k {
+		if l.Key == key {
 			return syms.String(l.Value), true
 		}
 	}
 	return "", false
 }
 
-// epWorkloadName is the workload an endpoint belongs to, as istiod reports it:
-// a Deployment's pods report the Deployment (the pod name up to its
+// epWorkloadName is the workload an endpoint belongs to, as istiod reports
+// it: a Deployment's pods report the Deployment (the pod name up to its
 // ReplicaSet's pod-template-hash); other workloads their own name.
-func epWorkloadName(syms *index.Symbols, sets *index.LabelSets, labels index.LabelSetID, name string) string {
-	if name == "" {
-		return ""
-	}
-	if h, ok := epLabelValue(syms, sets, labels, "pod-template-hash"); ok && h != "" {
-		if i := strings.LastIndex(name, "-"+h+"-"); i > 0 {
-			return name[:i]
+func epWorkloadName(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys, labels index.LabelSetID, name string) string {
+	if h, ok := epLabelValue(syms, sets, labels, lk.podTemplateHash); ok && h != "" {
+		// NAME-HASH-SUFFIX: cut at the last "-HASH-" (no allocation).
+		for end := len(name); end > 0; {
+			i := strings.LastIndex(name[:end], h)
+			if i <= 0 {
+				break
+			}
+			if name[i-1] == '-' && i+len(h) < len(name) && name[i+len(h)] == '-' && i-1 > 0 {
+				return name[:i-1]
+			}
+			end = i
 		}
 	}
 	return name
 }
 
-// epCanonicalService is istiod's labels.CanonicalService: the canonical name
-// and revision from the service.istio.io labels, else the recommended
+// epCanonicalService is istiod's labels.CanonicalService: the canonical
+// name and revision from the service.istio.io labels, else the recommended
 // Kubernetes labels, else app/version, else the workload name and "latest".
-func epCanonicalService(syms *index.Symbols, sets *index.LabelSets, labels index.LabelSetID, workload string) (string, string) {
+func epCanonicalService(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys, labels index.LabelSetID, workload string) (string, string) {
 	name := workload
-	for _, key := range [...]string{"service.istio.io/canonical-name", "app.kubernetes.io/name", "app"} {
+	for _, key := range [...]index.Sym{lk.canonicalName, lk.k8sName, lk.app} {
 		if v, ok := epLabelValue(syms, sets, labels, key); ok {
 			name = v
 			break
 		}
 	}
 	rev := "latest"
-	for _, key := range [...]string{"service.istio.io/canonical-revision", "app.kubernetes.io/version", "version"} {
+	for _, key := range [...]index.Sym{lk.canonicalRev, lk.k8sVersion, lk.version} {
 		if v, ok := epLabelValue(syms, sets, labels, key); ok {
 			rev = v
 			break
