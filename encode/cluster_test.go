@@ -497,6 +497,92 @@ func TestClusterDestinationRule(t *testing.T) {
 			},
 		},
 		{
+			name: "retry budget, tcp idle timeout, client protocol",
+			dr: &networking.DestinationRule{TrafficPolicy: &networking.TrafficPolicy{
+				RetryBudget: &networking.TrafficPolicy_RetryBudget{MinRetryConcurrency: 5},
+				ConnectionPool: &networking.ConnectionPoolSettings{
+					Tcp:  &networking.ConnectionPoolSettings_TCPSettings{IdleTimeout: dur(time.Minute)},
+					Http: &networking.ConnectionPoolSettings_HTTPSettings{UseClientProtocol: true},
+				},
+			}},
+			check: func(t *testing.T, c *clusterv3.Cluster) {
+				rb := c.CircuitBreakers.Thresholds[0].RetryBudget
+				eq(t, "budget percent", rb.GetBudgetPercent().GetValue(), 20.0)
+				eq(t, "min concurrency", rb.GetMinRetryConcurrency().GetValue(), uint32(5))
+				o := httpOptions(t, c)
+				eq(t, "tcp idle timeout", o.GetCommonHttpProtocolOptions().GetIdleTimeout().AsDuration(), time.Minute)
+				eq(t, "use client protocol", o.GetUseDownstreamProtocolConfig() != nil, true)
+			},
+		},
+		{
+			name: "outlier error codes and local origin errors",
+			dr: &networking.DestinationRule{TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{
+				OutlierDetectionHttpErrorCodes: []uint32{503, 504},
+				SplitExternalLocalOriginErrors: true, ConsecutiveLocalOriginFailures: wrapperspb.UInt32(4),
+			}}},
+			check: func(t *testing.T, c *clusterv3.Cluster) {
+				od := c.OutlierDetection
+				eq(t, "split", od.GetSplitExternalLocalOriginErrors(), true)
+				eq(t, "local origin", od.GetConsecutiveLocalOriginFailure().GetValue(), uint32(4))
+				eq(t, "enforce local origin", od.GetEnforcingConsecutiveLocalOriginFailure().GetValue(), uint32(100))
+				m := httpOptions(t, c).GetOutlierDetection().GetErrorMatcher().GetOrMatch().GetRules()
+				eq(t, "codes", len(m), 2)
+				eq(t, "first code", m[0].GetHttpResponseHeadersMatch().GetHeaders()[0].GetStringMatch().GetExact(), "503")
+				eq(t, "panic threshold", c.CommonLbConfig.GetHealthyPanicThreshold().GetValue(), 0.0)
+			},
+		},
+		{
+			name: "proxy protocol wraps the auto mTLS sockets",
+			dr: &networking.DestinationRule{TrafficPolicy: &networking.TrafficPolicy{
+				ProxyProtocol: &networking.TrafficPolicy_ProxyProtocol{Version: networking.TrafficPolicy_ProxyProtocol_V2},
+			}},
+			check: func(t *testing.T, c *clusterv3.Cluster) {
+				eq(t, "matches", len(c.TransportSocketMatches), 2)
+				for _, m := range c.TransportSocketMatches {
+					eq(t, m.Name+" wrapped", m.TransportSocket.GetName(), "envoy.transport_sockets.upstream_proxy_protocol")
+				}
+			},
+		},
+		{
+			name: "locality distribution turns on locality weighted lb",
+			dr: &networking.DestinationRule{TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{
+				LocalityLbSetting: &networking.LocalityLoadBalancerSetting{Distribute: []*networking.LocalityLoadBalancerSetting_Distribute{
+					{From: "us/*", To: map[string]uint32{"us/*": 100}},
+				}},
+			}}},
+			check: func(t *testing.T, c *clusterv3.Cluster) {
+				eq(t, "locality weighted", c.CommonLbConfig.GetLocalityWeightedLbConfig() != nil, true)
+			},
+		},
+		{
+			name: "portLevelSettings TLS and insecureSkipVerify",
+			dr: &networking.DestinationRule{TrafficPolicy: &networking.TrafficPolicy{
+				PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{
+					Port: &networking.PortSelector{Number: 9080},
+					Tls:  &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_SIMPLE, InsecureSkipVerify: wrapperspb.Bool(true), Sni: "r.example"},
+				}},
+			}},
+			check: func(t *testing.T, c *clusterv3.Cluster) {
+				tc := upstreamTLS(t, c.TransportSocket)
+				eq(t, "sni", tc.Sni, "r.example")
+				eq(t, "no verification", tc.CommonTlsContext.GetValidationContext() != nil, true)
+				eq(t, "no auto_sni", httpOptions(t, c) == nil, true)
+			},
+		},
+		{
+			name: "subset PASSTHROUGH is ORIGINAL_DST",
+			dr: &networking.DestinationRule{Subsets: []*networking.Subset{{
+				Name: "v2", Labels: map[string]string{"version": "v2"},
+				TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simpleLB(networking.LoadBalancerSettings_PASSTHROUGH)},
+			}}},
+			subset: "v2",
+			check: func(t *testing.T, c *clusterv3.Cluster) {
+				eq(t, "type", c.GetType(), clusterv3.Cluster_ORIGINAL_DST)
+				eq(t, "no eds", c.EdsClusterConfig == nil, true)
+				eq(t, "lb", c.LbPolicy, clusterv3.Cluster_CLUSTER_PROVIDED)
+			},
+		},
+		{
 			name: "subset cluster merges its policy over the top level",
 			dr: &networking.DestinationRule{
 				TrafficPolicy: &networking.TrafficPolicy{
@@ -699,4 +785,32 @@ func TestClusterName(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _, _, _, _, _ = encode.ParseClusterName(name) }); n != 0 {
 		t.Errorf("ParseClusterName allocates %v times", n)
 	}
+}
+
+func TestClusterGRPCSubsetAndHash(t *testing.T) {
+	f := newFixture(t)
+	svc := meshSvc(f)
+	f.apply()
+	k := f.clusterKey(svc)
+	k.ProxyType = encode.ProxyGRPC
+	k.DestinationRule = drConfig(f, "default", "random-0", "random-0.host.example", &networking.DestinationRule{
+		TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simpleLB(networking.LoadBalancerSettings_RANDOM)},
+		Subsets: []*networking.Subset{{
+			Name: "v1", Labels: map[string]string{"version": "v1"},
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{
+				LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{
+					HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_HttpHeaderName{HttpHeaderName: "x-user"},
+				}},
+			}},
+		}},
+	})
+	k.Service = f.svc(svc)
+	c := genCluster(t, k)
+	eq(t, "RANDOM is not a gRPC policy: left at the default", c.LbPolicy, clusterv3.Cluster_ROUND_ROBIN)
+	k.Subset, k.SubsetLabels = "v1", f.labels("version", "v1")
+	c = genCluster(t, k)
+	eq(t, "name", c.Name, "outbound|80|v1|random-0.host.example")
+	eq(t, "eds name", c.EdsClusterConfig.GetServiceName(), c.Name)
+	eq(t, "ring hash", c.LbPolicy, clusterv3.Cluster_RING_HASH)
+	eq(t, "ring size", c.GetRingHashLbConfig().GetMinimumRingSize().GetValue(), uint64(1024))
 }
