@@ -210,7 +210,8 @@ func TestBuildClustersWarmAllocs(t *testing.T) {
 	snap := f.apply()
 	sc := sidecarScope(snap, "default", "1.1.1.1")
 	mesh := encode.DefaultMesh()
-	cache := encode.NewCache() // verify mode off: it regenerates on every hit
+	cache := encode.NewCache()
+	cache.SetVerify(false) // verify mode (PILOTFISH_VERIFY_CACHE) regenerates on every hit
 	dst, err := buildClusters(sc, mesh, cache, nil, true, nil)
 	if err != nil {
 		t.Fatal(err)

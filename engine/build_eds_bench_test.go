@@ -67,7 +67,7 @@ func endpointsBench(tb testing.TB, shape edsShape, warm bool) func() {
 	snap := f.apply()
 	sc := sidecarScope(snap, "default", "10.0.0.1")
 	mesh := encode.DefaultMesh()
-	cache := encode.NewCache()
+	cache := benchCache()
 	dst, err := buildEndpoints(sc, mesh, cache, names, false, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -75,7 +75,7 @@ func endpointsBench(tb testing.TB, shape edsShape, warm bool) func() {
 	decodeResources(tb, dst, newCLA)
 	return func() {
 		if !warm {
-			cache = encode.NewCache()
+			cache = benchCache()
 		}
 		dst, _ = buildEndpoints(sc, mesh, cache, names, false, dst[:0])
 	}
@@ -106,7 +106,7 @@ func BenchmarkBuildEndpointsIncremental(b *testing.B) {
 			names := edsWorkload(f, s.services, s.endpoints)
 			snap := f.apply()
 			mesh := encode.DefaultMesh()
-			cache := encode.NewCache()
+			cache := benchCache()
 			sc := sidecarScope(snap, "default", "10.0.0.1")
 			if _, err := buildEndpoints(sc, mesh, cache, names, false, nil); err != nil {
 				b.Fatal(err)
@@ -123,7 +123,7 @@ func BenchmarkBuildEndpointsIncremental(b *testing.B) {
 				gen = (gen + 1) % 2
 				f.b.PutEndpoints(key, edsGroup(f, 0, s.endpoints, gen, labels))
 				sc.Snapshot = f.apply()
-				cache = encode.NewCache()
+				cache = benchCache()
 				b.StartTimer()
 				dst, _ = buildEndpoints(sc, mesh, cache, changed, false, dst[:0])
 			}
@@ -147,13 +147,13 @@ func BenchmarkBuildEndpointsHTTP(b *testing.B) {
 				sc := sidecarScope(snap, "default", "10.0.0.1")
 				mesh := encode.DefaultMesh()
 				names := clusterNamesForEDS(sc, mesh, nil)
-				cache := encode.NewCache()
+				cache := benchCache()
 				dst, _ := buildEndpoints(sc, mesh, cache, names, false, nil)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
 					if !warm {
-						cache = encode.NewCache()
+						cache = benchCache()
 					}
 					dst, _ = buildEndpoints(sc, mesh, cache, names, false, dst[:0])
 				}
