@@ -345,3 +345,29 @@ func serviceAccounts(syms *index.Symbols, svc *index.Service, shard *index.Endpo
 	saCache.Store(k, sas)
 	return sas
 }
+
+// cdsEndpointDigest summarizes what CDS reads from a service's endpoint
+// shard: all of it for DNS services (their clusters carry the endpoints
+// inline), else the service accounts (ISTIO_MUTUAL SANs) and, for
+// passthrough services, whether every endpoint has a sidecar (the inferred
+// mTLS mode). An endpoint-only change whose digest differs must push CDS
+// too, not only EDS, to the scopes that see the service; any other endpoint
+// change leaves every cluster unchanged.
+func cdsEndpointDigest(syms *index.Symbols, svc *index.Service, shard *index.EndpointShard) uint64 {
+	if svc == nil || shard == nil {
+		return 0
+	}
+	if svc.Resolution == index.ResolutionDNS || svc.Resolution == index.ResolutionDNSRoundRobin {
+		return shard.Hash | 1
+	}
+	h := encode.NewHasher("cds-endpoints")
+	sas := serviceAccounts(syms, svc, shard)
+	h.Int(len(sas))
+	for _, sa := range sas {
+		h.U32(uint32(sa))
+	}
+	for _, p := range svc.Ports {
+		h.Bool(allEndpointsIstioTLS(svc, p, shard))
+	}
+	return h.Sum()
+}

@@ -245,3 +245,30 @@ func TestBuildClustersTwoSnapshotsReuseUnchanged(t *testing.T) {
 		}
 	}
 }
+
+func TestCDSEndpointDigest(t *testing.T) {
+	f := newXDSFixture(t)
+	http := []index.Port{f.port("http", 80, index.ProtocolHTTP)}
+	svc := f.serviceEntry("a", "default", "a.example.com", "", true, true, http, "10.0.0.1")
+	snap := f.apply()
+	s, _, _ := snap.Service(svc)
+	before := cdsEndpointDigest(snap.Symbols, s, snap.Endpoints(svc))
+	put := func(eps ...index.Endpoint) uint64 {
+		f.b.PutEndpoints(svc, index.EndpointGroup{Source: f.sym("a"), Endpoints: eps})
+		snap := f.apply()
+		return cdsEndpointDigest(snap.Symbols, s, snap.Endpoints(svc))
+	}
+	istio := func(ip, sa string) index.Endpoint {
+		return index.Endpoint{Addr: netip.MustParseAddr(ip), TLSMode: index.TLSModeIstio, ServiceAccount: f.sym(sa)}
+	}
+	if d := put(istio("10.0.0.2", "")); d != before {
+		t.Error("a new address alone does not change CDS")
+	}
+	withSA := put(istio("10.0.0.2", "sa-1"))
+	if withSA == before {
+		t.Error("a new service account changes the SANs")
+	}
+	if d := put(index.Endpoint{Addr: netip.MustParseAddr("10.0.0.2"), ServiceAccount: f.sym("sa-1")}); d == withSA {
+		t.Error("an endpoint without a sidecar changes a passthrough service's mTLS inference")
+	}
+}
