@@ -367,9 +367,11 @@ func (r *runner) noteError(field *string, msg string) {
 }
 
 // atFullConfig records the process's state once every proxy has full
-// config: after a GC that returns free memory to the OS, so that RSS and
-// heap are what the proxies keep, not the garbage of their first pushes.
+// config: after two GCs (the second empties sync.Pools' victim caches of
+// receive buffers) that return free memory to the OS, so that RSS and heap
+// are what the proxies keep, not the garbage of their first pushes.
 func (r *runner) atFullConfig() {
+	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
