@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,8 @@ type FileSource struct {
 	dups  map[string]bool       // files with an object another file defines first
 	// deleted: the current Sync deleted an object (duplicates may resolve).
 	deleted bool
+	// recheck: a file must be read again soon (it read empty mid-write).
+	recheck bool
 }
 
 type fileState struct {
@@ -62,6 +65,9 @@ type fileState struct {
 	// objects holds the hash of the last good version of each object: the
 	// index holds the version itself, so the source keeps no decoded copy.
 	objects map[ObjectKey]uint64
+	// emptySince is when the file was first read empty while it still had
+	// objects (see readFileLocked).
+	emptySince time.Time
 }
 
 // NewFileSource returns a source for opts.Dir writing to w.
@@ -111,6 +117,7 @@ func (s *FileSource) Errors() []error {
 func (s *FileSource) Sync() (*index.ChangeSet, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.recheck = false
 	seen := map[string]bool{}
 	var b index.Batch
 	err := filepath.WalkDir(s.opts.Dir, func(path string, d fs.DirEntry, err error) error {
@@ -137,6 +144,13 @@ func (s *FileSource) Sync() (*index.ChangeSet, error) {
 		}
 		st := s.files[path]
 		if st != nil && st.size == info.Size() && st.modTime.Equal(info.ModTime()) {
+			return nil
+		}
+		if age := time.Since(info.ModTime()); s.synced.Load() && age >= 0 && age < s.opts.Debounce {
+			// Written within the debounce interval: it may still be being
+			// written. Read it once it has been quiet that long. (The first
+			// Sync reads everything: readiness means all files are in.)
+			s.recheck = true
 			return nil
 		}
 		s.readFileLocked(&b, path, info)
@@ -194,6 +208,20 @@ func (s *FileSource) readFileLocked(b *index.Batch, path string, info fs.FileInf
 	if st.hash != 0 && h == st.hash {
 		return // touched, not changed
 	}
+	// An editor that saves in place truncates the file first: a file that
+	// had objects and reads empty is most likely mid-write. Its objects are
+	// deleted only if it is still empty one debounce interval later.
+	if len(bytes.TrimSpace(data)) == 0 && len(st.objects) > 0 {
+		if st.emptySince.IsZero() {
+			st.emptySince = time.Now()
+		}
+		if time.Since(st.emptySince) < s.opts.Debounce {
+			st.size = -1 // read it again on the next Sync
+			s.recheck = true
+			return
+		}
+	}
+	st.emptySince = time.Time{}
 	st.hash = h
 	delete(s.dups, path)
 	objs, errs := Decode(s.displayPath(path), data)
@@ -333,15 +361,21 @@ func (s *FileSource) Run(ctx context.Context) error {
 			s.log.Warn("file watch error; resyncing", "err", err)
 			debounce.Reset(s.opts.Debounce)
 		case <-resync:
-			s.syncAndLog()
+			s.syncAndLog(debounce)
 		case <-debounce.C:
-			s.syncAndLog()
+			s.syncAndLog(debounce)
 		}
 	}
 }
 
-func (s *FileSource) syncAndLog() {
+func (s *FileSource) syncAndLog(debounce *time.Timer) {
 	cs, err := s.Sync()
+	s.mu.Lock()
+	again := s.recheck
+	s.mu.Unlock()
+	if again {
+		debounce.Reset(s.opts.Debounce)
+	}
 	if err != nil {
 		s.log.Error("sync failed; keeping the last good config", "err", err)
 		return

@@ -69,10 +69,11 @@ spec:
 `
 
 type sourceFixture struct {
-	t   *testing.T
-	dir string
-	w   *index.Writer
-	src *FileSource
+	mtime int
+	t     *testing.T
+	dir   string
+	w     *index.Writer
+	src   *FileSource
 }
 
 func newSourceFixture(t *testing.T) *sourceFixture {
@@ -90,9 +91,12 @@ func (f *sourceFixture) write(name, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		f.t.Fatal(err)
 	}
-	// Make the change visible to a size+mtime check even within one tick.
-	future := time.Now().Add(time.Duration(len(content)) * time.Millisecond)
-	_ = os.Chtimes(path, future, future)
+	// Give every write its own modification time (a size+mtime check must
+	// see it even within one clock tick), older than the debounce interval
+	// so Sync reads it at once.
+	f.mtime++
+	past := time.Now().Add(-time.Hour + time.Duration(f.mtime)*time.Millisecond)
+	_ = os.Chtimes(path, past, past)
 }
 
 func (f *sourceFixture) sync() *index.ChangeSet {
