@@ -88,6 +88,12 @@ func (p *proxy) session(ctx context.Context, conn *grpc.ClientConn) error {
 		err := p.handle(in.resp)
 		putResponse(in.resp)
 		in.resp = nil
+		if errors.Is(err, errStopping) {
+			// The run is ending: drain until the server ends the stream,
+			// so that it reads every request sent before the half-close
+			// (cancelling now would reset the stream under them).
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("proxy %d: send: %w", p.idx, err)
 		}
