@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"sort"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -177,7 +178,10 @@ func Configs(snap *index.Snapshot) []ConfigView {
 	for k := index.ConfigKind(0); int(k) < index.NumConfigKinds; k++ {
 		snap.Configs(k, func(c *index.Config) bool {
 			v := ConfigView{Kind: k.String(), Namespace: snap.String(c.Key.Namespace), Name: snap.String(c.Key.Name),
-				Source: snap.String(c.Source), Generation: c.Generation, Spec: json.RawMessage("{}")}
+				Generation: c.Generation, Spec: json.RawMessage("{}")}
+			if c.SourceFile != 0 {
+				v.Source = snap.String(c.SourceFile) + ":" + strconv.Itoa(int(c.SourceLine))
+			}
 			if m, ok := c.Spec.(proto.Message); ok {
 				if b, err := protojson.Marshal(m); err == nil {
 					v.Spec = b

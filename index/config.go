@@ -57,8 +57,10 @@ type Config struct {
 	Labels      LabelSetID
 	ExportTo    ExportTo
 	Generation  int64
-	// Source is where the object came from, e.g. "examples/vs.yaml:12".
-	Source Sym
+	// SourceFile and SourceLine say where the object came from (a file of
+	// the file source; 0 for objects from an API server).
+	SourceFile Sym
+	SourceLine int32
 	// Hash is supplied by the caller: the content hash of the whole object
 	// (the index cannot hash a spec it does not interpret).
 	Hash uint64

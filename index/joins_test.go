@@ -127,6 +127,10 @@ func TestLabelSets(t *testing.T) {
 	if ls.Intern([]Label{{a, two}, {a, one}, {b, two}}) != ab {
 		t.Fatal("a later duplicate key should win")
 	}
+	known := []Label{{b, two}, {a, one}}
+	if n := testing.AllocsPerRun(100, func() { ls.Intern(known) }); n != 0 {
+		t.Fatalf("interning a known set allocates %.0f times, want 0", n)
+	}
 	for _, tc := range []struct {
 		name      string
 		sel, have []Label

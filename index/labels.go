@@ -2,9 +2,9 @@ package index
 
 import (
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/puzpuzpuz/xsync/v4"
 )
@@ -37,12 +37,14 @@ func NewLabelSets() *LabelSets {
 }
 
 // Intern returns the ID of the set of labels; order and duplicates in the
-// input do not matter (a later duplicate key wins).
+// input do not matter (a later duplicate key wins). Interning a known set
+// allocates nothing.
 func (l *LabelSets) Intern(labels []Label) LabelSetID {
 	if len(labels) == 0 {
 		return 0
 	}
-	sorted := slices.Clone(labels)
+	var stack [8]Label
+	sorted := append(stack[:0], labels...)
 	slices.SortStableFunc(sorted, func(a, b Label) int { return int(a.Key) - int(b.Key) })
 	// Keep the last value of a repeated key.
 	out := sorted[:0]
@@ -52,20 +54,21 @@ func (l *LabelSets) Intern(labels []Label) LabelSetID {
 		}
 		out = append(out, lb)
 	}
-	key := labelKey(out)
-	if id, ok := l.ids.Load(key); ok {
-		return id
+	var kb [64]byte
+	key := appendLabelKey(kb[:0], out)
+	if id, ok := l.ids.Load(unsafe.String(unsafe.SliceData(key), len(key))); ok {
+		return id // the map does not keep a key it only looks up
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if id, ok := l.ids.Load(key); ok {
+	if id, ok := l.ids.Load(string(key)); ok {
 		return id
 	}
 	cur := *l.sets.Load()
-	next := append(cur, out) // cur's readers see only their own length
+	next := append(cur, slices.Clone(out)) // cur's readers see only their own length
 	l.sets.Store(&next)
 	id := LabelSetID(len(next) - 1)
-	l.ids.Store(key, id)
+	l.ids.Store(string(key), id)
 	return id
 }
 
@@ -99,14 +102,10 @@ func (l *LabelSets) Matches(selector, labels LabelSetID) bool {
 	return true
 }
 
-func labelKey(sorted []Label) string {
-	var b strings.Builder
-	b.Grow(len(sorted) * 8)
-	var buf [8]byte
+func appendLabelKey(dst []byte, sorted []Label) []byte {
 	for _, lb := range sorted {
-		buf[0], buf[1], buf[2], buf[3] = byte(lb.Key), byte(lb.Key>>8), byte(lb.Key>>16), byte(lb.Key>>24)
-		buf[4], buf[5], buf[6], buf[7] = byte(lb.Value), byte(lb.Value>>8), byte(lb.Value>>16), byte(lb.Value>>24)
-		b.Write(buf[:])
+		dst = append(dst, byte(lb.Key), byte(lb.Key>>8), byte(lb.Key>>16), byte(lb.Key>>24),
+			byte(lb.Value), byte(lb.Value>>8), byte(lb.Value>>16), byte(lb.Value>>24))
 	}
-	return b.String()
+	return dst
 }

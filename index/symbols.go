@@ -11,7 +11,7 @@ import (
 // process-local and never reused; compare them with ==.
 type Sym uint32
 
-const symChunkBits = 12
+const symChunkBits = 10
 const symChunkSize = 1 << symChunkBits
 
 type symChunk [symChunkSize]string

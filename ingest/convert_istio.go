@@ -25,7 +25,7 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, hos
 		Hash:       o.Hash,
 	}
 	if o.Pos.File != "" {
-		row.Source = c.sym(o.Pos.String())
+		row.SourceFile, row.SourceLine = c.sym(o.Pos.File), int32(o.Pos.Line)
 	}
 	var selector map[string]string
 	hasSelector := false
