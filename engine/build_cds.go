@@ -354,12 +354,17 @@ func serviceAccounts(syms *index.Symbols, svc *index.Service, shard *index.Endpo
 // too, not only EDS, to the scopes that see the service; any other endpoint
 // change leaves every cluster unchanged.
 func cdsEndpointDigest(syms *index.Symbols, svc *index.Service, shard *index.EndpointShard) uint64 {
-	if svc == nil || shard == nil {
+	if svc == nil {
 		return 0
 	}
 	if svc.Resolution == index.ResolutionDNS || svc.Resolution == index.ResolutionDNSRoundRobin {
+		if shard == nil {
+			return 1
+		}
 		return shard.Hash | 1
 	}
+	// No shard digests like a shard of plain endpoints: both give clusters
+	// without SANs or inferred mTLS.
 	h := encode.NewHasher("cds-endpoints")
 	sas := serviceAccounts(syms, svc, shard)
 	h.Int(len(sas))

@@ -59,6 +59,9 @@ type Engine struct {
 	closing bool                // guarded by mu
 
 	changes changeAccumulator
+	// cdsDigests: per service, the endpoint facts its clusters depend on,
+	// as last pushed (see clusterFactsChanged). Run loop only.
+	cdsDigests map[index.ServiceKey]uint64
 }
 
 // New returns an engine reading idx. Call Run to start pushing.
@@ -82,17 +85,19 @@ func New(idx Index, opts Options) *Engine {
 		opts.Cache = encode.NewCache()
 	}
 	e := &Engine{
-		opts:    opts,
-		idx:     idx,
-		mesh:    opts.Mesh,
-		cache:   opts.Cache,
-		log:     opts.Logger.With("component", "engine"),
-		metrics: opts.Metrics,
-		queue:   newPushQueue(opts.PushThrottle),
-		classes: map[classKey]*class{},
-		conns:   map[*Conn]struct{}{},
+		opts:       opts,
+		idx:        idx,
+		mesh:       opts.Mesh,
+		cache:      opts.Cache,
+		log:        opts.Logger.With("component", "engine"),
+		metrics:    opts.Metrics,
+		queue:      newPushQueue(opts.PushThrottle),
+		classes:    map[classKey]*class{},
+		conns:      map[*Conn]struct{}{},
+		cdsDigests: map[index.ServiceKey]uint64{},
 	}
 	e.changes.init()
+	e.recordClusterFacts(idx.Snapshot())
 	idx.Subscribe(e.changes.add)
 	return e
 }

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -131,7 +133,9 @@ func TestDebounceMergesBursts(t *testing.T) {
 	m := newTestMesh(t)
 	var mu sync.Mutex
 	var debounced []time.Duration
-	e := New(m.w, Options{DebounceAfter: 50 * time.Millisecond, Metrics: recordDebounce(func(d time.Duration) {
+	// 10 changes 5ms apart under a 250ms quiet period: one push, even on a
+	// loaded machine where the sleeps stretch.
+	e := New(m.w, Options{DebounceAfter: 250 * time.Millisecond, Metrics: recordDebounce(func(d time.Duration) {
 		mu.Lock()
 		debounced = append(debounced, d)
 		mu.Unlock()
@@ -147,7 +151,7 @@ func TestDebounceMergesBursts(t *testing.T) {
 	if _, ok := waitPush(t, c, 2*time.Second); !ok {
 		t.Fatal("no push after a burst")
 	}
-	if p, ok := waitPush(t, c, 300*time.Millisecond); ok {
+	if p, ok := waitPush(t, c, 600*time.Millisecond); ok {
 		t.Fatalf("a burst of 10 changes 5ms apart gave a second push %+v; debounce should merge them", p)
 	}
 	mu.Lock()
@@ -278,4 +282,43 @@ func (r recordDebounce) Converged(string, time.Duration) {}
 func (r recordDebounce) Rejected(string)                 {}
 func (r recordDebounce) Debounced(d time.Duration, _ bool) {
 	r(d)
+}
+
+func TestEndpointChangeThatAltersClustersPushesCDS(t *testing.T) {
+	m := newTestMesh(t)
+	e := New(m.w, Options{DebounceAfter: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	c, _ := e.Connect(ctx, sidecarNode(t, "10.1.0.1", "p1", "a"), "")
+	sy := m.w.Symbols()
+	// The pods exist first (a workload change is a full push).
+	var b index.Batch
+	for i, a := range []string{"10.0.0.1", "10.0.0.3"} {
+		b.PutWorkload(index.Workload{Key: index.WorkloadKey{Kind: index.WorkloadPod, Namespace: m.nsA, Name: sy.Intern(fmt.Sprint("pod-", a))},
+			Addr: netip.MustParseAddr(a), ServiceAccount: sy.Intern(fmt.Sprint("sa-", i%1))})
+	}
+	m.w.Apply(&b)
+	if p, ok := waitPush(t, c, 2*time.Second); !ok || !p.Full {
+		t.Fatalf("push %+v ok=%v, want the pods' full push", p, ok)
+	}
+	put := func(addrs ...string) {
+		var b index.Batch
+		g := index.EndpointGroup{Source: m.slice, Pods: true}
+		for _, a := range addrs {
+			g.Endpoints = append(g.Endpoints, index.Endpoint{Addr: netip.MustParseAddr(a)})
+		}
+		b.PutEndpoints(m.svcA, g)
+		m.w.Apply(&b)
+	}
+	// New service accounts behind the service: its clusters' SANs change.
+	put("10.0.0.1")
+	if p, ok := waitPush(t, c, 2*time.Second); !ok || !slices.Contains(p.Types, TypeCluster) {
+		t.Fatalf("push %+v ok=%v: a new service account must push CDS too", p, ok)
+	}
+	// Same accounts, another pod: EDS only.
+	put("10.0.0.1", "10.0.0.3")
+	if p, ok := waitPush(t, c, 2*time.Second); !ok || slices.Contains(p.Types, TypeCluster) || !slices.Contains(p.Types, TypeEndpoint) {
+		t.Fatalf("push %+v ok=%v: want EDS only", p, ok)
+	}
 }

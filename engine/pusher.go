@@ -30,14 +30,20 @@ func (e *Engine) push(p pendingChanges) {
 	e.mu.Unlock()
 
 	if p.full {
+		e.recordClusterFacts(e.idx.Snapshot())
 		e.pushClasses(classes, Push{Full: true, Reason: "config"}, nil)
 		return
 	}
 	// The endpoint fast path: only EDS, only the changed services' clusters,
-	// only to proxies that see them.
+	// only to proxies that see them. Clusters depend on a few endpoint
+	// facts (DNS endpoints inline, service accounts for SANs, inferred
+	// mTLS); when those moved, CDS goes too.
 	snap := e.idx.Snapshot()
 	names := edsClusterNames(snap, p.endpoints)
 	push := Push{Types: []string{TypeEndpoint}, Endpoints: names, Reason: "endpoint"}
+	if e.clusterFactsChanged(snap, p.endpoints) {
+		push = Push{Types: []string{TypeCluster, TypeEndpoint}, Reason: "endpoint"}
+	}
 	var targets []*class
 	for _, cl := range classes {
 		if cl.key.class.Type == encode.ProxyGRPC {
@@ -163,4 +169,31 @@ func serviceOfCluster(snap *index.Snapshot, name string) (index.ServiceKey, bool
 		return index.ServiceKey{}, false
 	}
 	return snap.ServiceByID(ids[0]).Key, true
+}
+
+// clusterFactsChanged reports whether any of the services' endpoints now
+// differ in a way their clusters see (cdsEndpointDigest) from what the last
+// CDS push carried, and records the new facts. The record is refreshed for
+// every service at each full push (which sends CDS from a snapshot at least
+// as new), so it always describes config a push has sent.
+func (e *Engine) clusterFactsChanged(snap *index.Snapshot, services map[index.ServiceKey]struct{}) bool {
+	changed := false
+	for k := range services {
+		svc, _, _ := snap.Service(k)
+		d := cdsEndpointDigest(snap.Symbols, svc, snap.Endpoints(k))
+		if old, ok := e.cdsDigests[k]; !ok || old != d {
+			changed = true
+			e.cdsDigests[k] = d
+		}
+	}
+	return changed
+}
+
+// recordClusterFacts refreshes the cluster facts of every service.
+func (e *Engine) recordClusterFacts(snap *index.Snapshot) {
+	clear(e.cdsDigests)
+	snap.Services(func(_ index.ServiceID, svc *index.Service) bool {
+		e.cdsDigests[svc.Key] = cdsEndpointDigest(snap.Symbols, svc, snap.Endpoints(svc.Key))
+		return true
+	})
 }
