@@ -25,7 +25,7 @@ import (
 //
 // What differs from istiod, and why. On the seven workloads and the gRPC
 // client below, CDS and EDS are equal field by field except for
-// istiodKnownDifferences (an ingest conversion gap), and the order of
+// istiodKnownDifferences (none at present), and the order of
 // clusters (by hostname here, by creation time in istiod; Envoy ignores
 // it) and of endpoints inside a locality (by address here, by shard order
 // in istiod). Beyond what these workloads exercise, pilotfish knowingly
@@ -219,14 +219,7 @@ spec:
 // istiodKnownDifferences are the differences from istiod's output that
 // pilotfish keeps on purpose or cannot avoid, each with its reason. A
 // difference not listed fails TestClustersMatchIstiod.
-var istiodKnownDifferences = map[string]string{
-	// istiod treats a WorkloadEntry with a serviceAccount and no
-	// security.istio.io/tlsMode label as tlsMode=istio
-	// (getTLSModeFromWorkloadEntry); ingest's conversion sets TLSModeIstio
-	// only from the label, so its endpoints lack the tlsMode match. A fix
-	// belongs in ingest (WorkloadEntry and inline ServiceEntry endpoints).
-	`.transport_socket_match: want {"tlsMode":"istio"}, got null`: "ingest: WorkloadEntry tlsMode from serviceAccount",
-}
+var istiodKnownDifferences = map[string]string{}
 
 // TestClustersMatchIstiod builds CDS and EDS for a sidecar (at 10.0.0.1,
 // which backs no service, and at 1.1.1.1, which backs the workload's

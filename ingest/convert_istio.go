@@ -170,9 +170,7 @@ func (c *Converter) entryEndpoint(we *networking.WorkloadEntry) index.Endpoint {
 	if we.Weight > 0 && we.Weight <= 0xffff {
 		e.Weight = uint16(we.Weight)
 	}
-	if we.Labels[labelTLSMode] == "istio" {
-		e.TLSMode = index.TLSModeIstio
-	}
+	e.TLSMode = entryTLSMode(we)
 	return e
 }
 
@@ -220,9 +218,23 @@ func (c *Converter) workloadEntry(b *index.Batch, o *Object) []rowRef {
 	if a, err := netip.ParseAddr(we.Address); err == nil {
 		w.Addr = a
 	}
-	if we.Labels[labelTLSMode] == "istio" {
-		w.TLSMode = index.TLSModeIstio
-	}
+	w.TLSMode = entryTLSMode(we)
 	b.PutWorkload(w)
 	return append(refs, workloadRef(key))
+}
+
+// entryTLSMode is istiod's rule for workload entries: the tlsMode label if
+// set, else istio when the entry has a service account (it runs a sidecar
+// with an identity), else disabled.
+func entryTLSMode(we *networking.WorkloadEntry) index.TLSMode {
+	if v, ok := we.Labels[labelTLSMode]; ok {
+		if v == "istio" {
+			return index.TLSModeIstio
+		}
+		return index.TLSModeDisabled
+	}
+	if we.ServiceAccount != "" {
+		return index.TLSModeIstio
+	}
+	return index.TLSModeDisabled
 }
