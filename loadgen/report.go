@@ -2,7 +2,10 @@ package loadgen
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -151,4 +154,118 @@ func (r *Report) Type(name string) TypeStats {
 		}
 	}
 	return TypeStats{Type: name}
+}
+
+// report builds the Report; proxies have stopped.
+func (r *runner) report() *Report {
+	cfg := r.cfg
+	rep := &Report{
+		Target:         cfg.XDS,
+		ProxyType:      string(cfg.Type),
+		Mode:           string(cfg.Mode),
+		Decode:         string(cfg.Decode),
+		Proxies:        cfg.Proxies,
+		StreamsPerConn: cfg.StreamsPerConn,
+		Connections:    len(r.conns),
+		RampPerSecond:  cfg.Ramp,
+		NackRate:       cfg.NackRate,
+		StartedAt:      r.start,
+		ElapsedMS:      ms(r.end.Sub(r.start)),
+		Launched:       int(r.launched.Load()),
+		Connected:      int(r.everConnected.Load()),
+		FullConfig:     int(r.fullCount.Load()),
+	}
+	var ttfc []time.Duration
+	for i := range r.ttfc {
+		if d := r.ttfc[i].Load(); d > 0 {
+			ttfc = append(ttfc, time.Duration(d))
+		}
+	}
+	rep.TimeToFullConfig = latencyOf(ttfc)
+	if rep.FullConfig == cfg.Proxies {
+		rep.AllFullConfigMS = ms(time.Duration(r.lastFull.Load()))
+		rep.BytesToFullConfig = r.bytesAtFull
+	} else {
+		rep.BytesToFullConfig = r.totalBytes()
+	}
+	for t := range numTypes + 1 {
+		c := &r.types[t]
+		ts := TypeStats{
+			Type:            typeNames[t],
+			Responses:       c.responses.Load(),
+			Resources:       c.resources.Load(),
+			Bytes:           c.bytes.Load(),
+			ACKs:            c.acks.Load(),
+			NACKs:           c.nacks.Load(),
+			Invalid:         c.invalid.Load(),
+			ResponseLatency: c.latency.latency(),
+			HeldMin:         -1,
+		}
+		for _, p := range r.proxies {
+			if p == nil || xtype(t) == typeOther {
+				continue
+			}
+			h := p.held(xtype(t))
+			ts.HeldMax = max(ts.HeldMax, h)
+			if ts.HeldMin < 0 || h < ts.HeldMin {
+				ts.HeldMin = h
+			}
+		}
+		ts.HeldMin = max(ts.HeldMin, 0)
+		rep.Types = append(rep.Types, ts)
+	}
+	rep.Complete = rep.FullConfig == cfg.Proxies && len(r.changes) == cfg.Changes
+	for _, ch := range r.changes {
+		cs := ChangeStats{
+			Index:     ch.index,
+			AtMS:      ms(ch.start.Sub(r.start)),
+			Responses: ch.respEnd - ch.respStart,
+			Bytes:     ch.bytesEnd - ch.bytesStart,
+		}
+		if ch.expect != nil {
+			cs.Expect = ch.expect.String()
+		}
+		if ch.err != nil {
+			cs.Error = ch.err.Error()
+		}
+		var conv []time.Duration
+		for i := range ch.conv {
+			if d := ch.conv[i].Load(); d > 0 {
+				conv = append(conv, time.Duration(d))
+			}
+		}
+		cs.Converged = len(conv)
+		cs.NotConverged = cfg.Proxies - len(conv)
+		cs.Convergence = latencyOf(conv)
+		if cs.NotConverged > 0 || ch.err != nil {
+			rep.Complete = false
+		}
+		rep.Changes = append(rep.Changes, cs)
+	}
+	r.errMu.Lock()
+	rep.Errors = ErrorStats{
+		Connect:     r.connectErrors.Load(),
+		Stream:      r.streamErrors.Load(),
+		Decode:      r.decodeErrors.Load(),
+		Last:        r.lastErr,
+		LastInvalid: r.lastInvalid,
+	}
+	r.errMu.Unlock()
+	rep.Process = r.atFull
+	rep.Process.CPUUserSeconds = (r.userAtEnd - r.userAtStart).Seconds()
+	rep.Process.CPUSystemSeconds = (r.sysAtEnd - r.sysAtStart).Seconds()
+	rep.Process.MaxRSSBytes = maxRSS()
+	rep.Process.InternedNames = r.syms.size()
+	r.timelineMu.Lock()
+	rep.Timeline = slices.Clone(r.timeline)
+	r.timelineMu.Unlock()
+	return rep
+}
+
+func changeSummary(rep *Report) string {
+	var b strings.Builder
+	for _, c := range rep.Changes {
+		fmt.Fprintf(&b, "; change %d converged on %d of %d", c.Index, c.Converged, c.Converged+c.NotConverged)
+	}
+	return b.String()
 }

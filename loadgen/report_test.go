@@ -136,3 +136,24 @@ func TestNiceTicks(t *testing.T) {
 		t.Errorf("niceMax: %v %v", niceMax(87), niceMax(0))
 	}
 }
+
+// TestTimelineCompaction: a long run's timeline stays under 2,000 samples
+// at a coarser resolution.
+func TestTimelineCompaction(t *testing.T) {
+	cfg, err := Config{XDS: "x:1", Proxies: 1}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(cfg)
+	r.start = time.Now()
+	r.sampleEvery.Store(int64(250 * time.Millisecond))
+	for range 5000 {
+		r.addSample()
+	}
+	if n := len(r.timeline); n > 2000 || n < 1000 {
+		t.Errorf("%d samples", n)
+	}
+	if got := time.Duration(r.sampleEvery.Load()); got != 2*time.Second {
+		t.Errorf("sampling every %v, want 2s after three compactions", got)
+	}
+}

@@ -73,18 +73,17 @@ type runner struct {
 	launchDone chan struct{}
 
 	// Set by the run goroutine.
-	changes       []*changeState
-	atFull        ProcessStats
-	bytesAtFull   int64
-	userAtStart   time.Duration
-	sysAtStart    time.Duration
-	end           time.Time // when measuring ended, before streams close
-	userAtEnd     time.Duration
-	sysAtEnd      time.Duration
-	sampleEvery   time.Duration
-	timelineMu    sync.Mutex
-	timeline      []Sample // guarded by timelineMu
-	progressShown bool
+	changes     []*changeState
+	atFull      ProcessStats
+	bytesAtFull int64
+	userAtStart time.Duration
+	sysAtStart  time.Duration
+	end         time.Time // when measuring ended, before streams close
+	userAtEnd   time.Duration
+	sysAtEnd    time.Duration
+	sampleEvery atomic.Int64 // ns between timeline samples; doubles as the timeline is compacted
+	timelineMu  sync.Mutex
+	timeline    []Sample // guarded by timelineMu
 }
 
 func newRunner(cfg Config) *runner {
@@ -228,14 +227,6 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 			rep.FullConfig, rep.Proxies, changeSummary(rep))
 	}
 	return rep, nil
-}
-
-func changeSummary(rep *Report) string {
-	var b strings.Builder
-	for _, c := range rep.Changes {
-		fmt.Fprintf(&b, "; change %d converged on %d of %d", c.Index, c.Converged, c.Converged+c.NotConverged)
-	}
-	return b.String()
 }
 
 func minPositive(a, b time.Duration) time.Duration {
@@ -448,201 +439,4 @@ func (r *runner) runChange(ctx context.Context, i int) error {
 		return fmt.Errorf("%w: change %d: %q: %w: %s", ErrChange, i, line, err, msg)
 	}
 	return nil
-}
-
-// sample records the timeline and prints progress until ctx ends.
-func (r *runner) sample(ctx context.Context) {
-	const tick = 250 * time.Millisecond
-	r.sampleEvery = tick
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	lastSample, lastPrint := time.Now(), time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			if now.Sub(lastSample) >= r.sampleEvery-tick/2 {
-				r.addSample()
-				lastSample = now
-			}
-			if r.cfg.Progress != nil && now.Sub(lastPrint) >= r.cfg.ProgressInterval-tick/2 {
-				r.progress(false)
-				lastPrint = now
-			}
-		}
-	}
-}
-
-// addSample appends a timeline sample, halving the resolution when the
-// timeline grows past 2,000 samples.
-func (r *runner) addSample() {
-	responses, bytes := r.totals()
-	s := Sample{
-		AtMS:       ms(time.Since(r.start)),
-		Launched:   int(r.launched.Load()),
-		Connected:  int(r.connectedNow.Load()),
-		FullConfig: int(r.fullCount.Load()),
-		Responses:  responses,
-		Bytes:      bytes,
-		CPUSeconds: (cpuTime() - r.userAtStart - r.sysAtStart).Seconds(),
-		RSSBytes:   currentRSS(),
-	}
-	r.timelineMu.Lock()
-	defer r.timelineMu.Unlock()
-	r.timeline = append(r.timeline, s)
-	if len(r.timeline) > 2000 {
-		kept := r.timeline[:0]
-		for i, s := range r.timeline {
-			if i%2 == 0 || i == len(r.timeline)-1 {
-				kept = append(kept, s)
-			}
-		}
-		r.timeline = kept
-		r.sampleEvery *= 2
-	}
-}
-
-// progress writes the progress line; final ends it.
-func (r *runner) progress(final bool) {
-	w := r.cfg.Progress
-	if w == nil {
-		return
-	}
-	responses, bytes := r.totals()
-	line := fmt.Sprintf("loadgen %6.1fs  launched %d  connected %d  full config %d/%d  pending %d  responses %d  %s",
-		time.Since(r.start).Seconds(), r.launched.Load(), r.connectedNow.Load(), r.fullCount.Load(), r.cfg.Proxies,
-		r.launched.Load()-r.fullCount.Load(), responses, fmtBytes(bytes))
-	if nacks := r.nacks(); nacks > 0 {
-		line += fmt.Sprintf("  nacks %d", nacks)
-	}
-	if e := r.connectErrors.Load() + r.streamErrors.Load() + r.decodeErrors.Load(); e > 0 {
-		line += fmt.Sprintf("  errors %d", e)
-	}
-	if ch := r.change.Load(); ch != nil {
-		line += fmt.Sprintf("  change %d: converged %d/%d", ch.index, ch.count.Load(), ch.n)
-	}
-	if r.cfg.ProgressTTY {
-		fmt.Fprint(w, "\r\x1b[K"+line)
-		r.progressShown = true
-		if final {
-			fmt.Fprintln(w)
-		}
-		return
-	}
-	fmt.Fprintln(w, line)
-}
-
-func (r *runner) nacks() int64 {
-	var n int64
-	for t := range r.types {
-		n += r.types[t].nacks.Load()
-	}
-	return n
-}
-
-// report builds the Report; proxies have stopped.
-func (r *runner) report() *Report {
-	cfg := r.cfg
-	rep := &Report{
-		Target:         cfg.XDS,
-		ProxyType:      string(cfg.Type),
-		Mode:           string(cfg.Mode),
-		Decode:         string(cfg.Decode),
-		Proxies:        cfg.Proxies,
-		StreamsPerConn: cfg.StreamsPerConn,
-		Connections:    len(r.conns),
-		RampPerSecond:  cfg.Ramp,
-		NackRate:       cfg.NackRate,
-		StartedAt:      r.start,
-		ElapsedMS:      ms(r.end.Sub(r.start)),
-		Launched:       int(r.launched.Load()),
-		Connected:      int(r.everConnected.Load()),
-		FullConfig:     int(r.fullCount.Load()),
-	}
-	var ttfc []time.Duration
-	for i := range r.ttfc {
-		if d := r.ttfc[i].Load(); d > 0 {
-			ttfc = append(ttfc, time.Duration(d))
-		}
-	}
-	rep.TimeToFullConfig = latencyOf(ttfc)
-	if rep.FullConfig == cfg.Proxies {
-		rep.AllFullConfigMS = ms(time.Duration(r.lastFull.Load()))
-		rep.BytesToFullConfig = r.bytesAtFull
-	} else {
-		rep.BytesToFullConfig = r.totalBytes()
-	}
-	for t := range numTypes + 1 {
-		c := &r.types[t]
-		ts := TypeStats{
-			Type:            typeNames[t],
-			Responses:       c.responses.Load(),
-			Resources:       c.resources.Load(),
-			Bytes:           c.bytes.Load(),
-			ACKs:            c.acks.Load(),
-			NACKs:           c.nacks.Load(),
-			Invalid:         c.invalid.Load(),
-			ResponseLatency: c.latency.latency(),
-			HeldMin:         -1,
-		}
-		for _, p := range r.proxies {
-			if p == nil || xtype(t) == typeOther {
-				continue
-			}
-			h := p.held(xtype(t))
-			ts.HeldMax = max(ts.HeldMax, h)
-			if ts.HeldMin < 0 || h < ts.HeldMin {
-				ts.HeldMin = h
-			}
-		}
-		ts.HeldMin = max(ts.HeldMin, 0)
-		rep.Types = append(rep.Types, ts)
-	}
-	rep.Complete = rep.FullConfig == cfg.Proxies && len(r.changes) == cfg.Changes
-	for _, ch := range r.changes {
-		cs := ChangeStats{
-			Index:     ch.index,
-			AtMS:      ms(ch.start.Sub(r.start)),
-			Responses: ch.respEnd - ch.respStart,
-			Bytes:     ch.bytesEnd - ch.bytesStart,
-		}
-		if ch.expect != nil {
-			cs.Expect = ch.expect.String()
-		}
-		if ch.err != nil {
-			cs.Error = ch.err.Error()
-		}
-		var conv []time.Duration
-		for i := range ch.conv {
-			if d := ch.conv[i].Load(); d > 0 {
-				conv = append(conv, time.Duration(d))
-			}
-		}
-		cs.Converged = len(conv)
-		cs.NotConverged = cfg.Proxies - len(conv)
-		cs.Convergence = latencyOf(conv)
-		if cs.NotConverged > 0 || ch.err != nil {
-			rep.Complete = false
-		}
-		rep.Changes = append(rep.Changes, cs)
-	}
-	r.errMu.Lock()
-	rep.Errors = ErrorStats{
-		Connect:     r.connectErrors.Load(),
-		Stream:      r.streamErrors.Load(),
-		Decode:      r.decodeErrors.Load(),
-		Last:        r.lastErr,
-		LastInvalid: r.lastInvalid,
-	}
-	r.errMu.Unlock()
-	rep.Process = r.atFull
-	rep.Process.CPUUserSeconds = (r.userAtEnd - r.userAtStart).Seconds()
-	rep.Process.CPUSystemSeconds = (r.sysAtEnd - r.sysAtStart).Seconds()
-	rep.Process.MaxRSSBytes = maxRSS()
-	rep.Process.InternedNames = r.syms.size()
-	r.timelineMu.Lock()
-	rep.Timeline = slices.Clone(r.timeline)
-	r.timelineMu.Unlock()
-	return rep
 }
