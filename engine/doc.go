@@ -1,11 +1,43 @@
 // Package engine turns index snapshots and change sets into pushes: it owns
 // proxies and their classes, debouncing, the mapping from what changed to who
-// is affected, the push queue with per-proxy merging, throttling, and the
-// endpoint fast path.
+// is affected, the push queue with per-proxy merging, throttling, the
+// endpoint fast path, and the key builders (build_*.go) that turn what a
+// proxy can see into generator keys.
+//
+// # Model
+//
+// A connecting proxy's Node becomes a [Node] and an encode.ProxyClass.
+// Proxies with equal class and equal service instances share a class; its
+// [Scope] (the services it can see) is computed once per
+// index.Snapshot.ConfigVersion, and its last response per type is memoized
+// per snapshot version, so the second and later proxies of a class copy
+// resource references instead of building keys.
+//
+// Debounced changes become pushes: anything but endpoints is a Full push to
+// every class (serve then sends only types whose content changed for each
+// stream); endpoint-only changes take the fast path — EDS for the changed
+// services' clusters, only to classes that see them and to gRPC clients
+// subscribed by name, plus CDS when the change alters clusters (DNS
+// endpoints, service accounts, inferred mTLS).
+//
+// # Invariants
+//
+//   - engine only reads the index; ingest is its only writer.
+//   - Builders are pure functions of a Scope and the requested names: the
+//     per-class memo relies on it.
+//   - Pushes to one connection merge while queued; at most PushThrottle
+//     connections hold a slot between being signalled and serve's PushDone.
+//   - The run loop is the only goroutine that computes pushes.
 //
 // # Imports
 //
 // engine may import index and encode. It must not import serve (serve drives
 // engine, not the other way round), ingest (sources feed the index, engine
 // only reads it) or ca.
+//
+// # Allocation budget
+//
+// A warm Generate (memo hit) allocates nothing beyond growing the caller's
+// slice; a warm build of a type for a new class allocates a small constant
+// (tests hold buildClusters, buildEndpoints and buildRoutes to it).
 package engine

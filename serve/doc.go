@@ -3,8 +3,22 @@
 // state, ACK/NACK and nonce handling, and the HTTP server for readiness,
 // metrics, pprof and debug endpoints.
 //
+// # Model
+//
+// Each stream has one goroutine receiving requests and one loop that owns
+// all of the stream's protocol state and does all sending, without locks.
+// Responses are assembled with protowire from the engine's pre-marshaled
+// Any bytes into pooled buffers and written by a codec that sends them as
+// they are. NACKed content is never resent; only a later change is pushed.
+//
 // # Imports
 //
 // serve may import engine and ca. It must not import ingest or index
 // directly (it sees the mesh only through engine), nor encode.
+//
+// # Allocation budget
+//
+// Encoding a response from cached resources allocates once (the buffer
+// slice handed to gRPC), whatever the number of resources; a test holds it
+// to that.
 package serve
