@@ -1,13 +1,31 @@
-// Package encode owns the xDS generators (CDS, EDS, LDS, RDS, SDS and
-// Istio's extras), their key structs, and the cache of pre-marshaled bytes.
+// Package encode owns the xDS generators (CDS, EDS, LDS, RDS, proxyless
+// gRPC), their key structs, and the cache of pre-marshaled bytes.
 //
-// A generator is a pure function of its key: the key holds every input
-// (scalars and immutable index rows with their content hashes) and nothing
-// else, so a cached resource cannot depend on an undeclared input.
+// # Model
+//
+// A generator is a pure function of its key: `func X(k *XKey) (name string,
+// msg proto.Message)`. The key holds every input — scalars and pointers to
+// immutable index rows, whose content hash stands for the row in the key's
+// Hash — and nothing else, so a cached resource cannot depend on an
+// undeclared input. TestKeysHashEveryField checks by reflection that every
+// key field changes its hash.
+//
+// [Cache] stores each resource marshaled once (vtprotobuf with the
+// vtprotobuf build tag, proto.Marshal otherwise) as an encoded
+// google.protobuf.Any under its key hash; every proxy whose key matches
+// shares the bytes. Containers are assembled from cached parts where changes
+// happen at a finer grain: a RouteConfiguration from cached VirtualHost
+// bytes. With PILOTFISH_VERIFY_CACHE=1 every hit regenerates and panics on a
+// difference; make test runs with it on.
 //
 // # Imports
 //
 // encode may import the row types of index only, never a snapshot or a
 // table: a generator that could reach a snapshot could read an input its key
 // does not declare. It must not import engine, serve or ingest.
+//
+// # Allocation budget
+//
+// Key.Hash allocates nothing; a cache hit allocates nothing; assembling a
+// route configuration from cached virtual hosts allocates its output only.
 package encode
