@@ -36,6 +36,7 @@ type serveOptions struct {
 	pushThrottle      int
 	resync            time.Duration
 	shutdownGrace     time.Duration
+	ca                caOptions // ca.go
 }
 
 func newServeCommand() *cobra.Command {
@@ -78,12 +79,14 @@ PILOT_PUSH_THROTTLE (a flag on the command line wins).`,
 	f.IntVar(&o.pushThrottle, "push-throttle", envInt("PILOT_PUSH_THROTTLE", 100), "how many proxies are pushed to concurrently (PILOT_PUSH_THROTTLE)")
 	f.DurationVar(&o.resync, "resync", 30*time.Second, "re-check every config file this often in case a watch event was lost (0 disables)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, let streams finish for up to this long")
+	addCAFlags(f, &o.ca)
 	return cmd
 }
 
 // started reports the bound addresses, for tests.
 type started struct {
 	grpcAddr, httpAddr net.Addr
+	grpcTLSAddr        net.Addr // nil when the TLS port is off
 }
 
 // runServe wires and runs the server until ctx ends. onStart, if set, is
@@ -119,9 +122,16 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	metrics.watchCache(eng.Cache())
 
 	grpcServer := grpc.NewServer(serve.ServerOptions()...)
-	serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds()}).Register(grpcServer)
+	xdsServer := serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds()})
+	xdsServer.Register(grpcServer)
+	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
+	secure, err := newSecureServing(ctx, o.ca, log, metrics.registry, grpcServer, xdsServer.Register)
+	if err != nil {
+		return err
+	}
 	lis, err := net.Listen("tcp", o.grpcAddr)
 	if err != nil {
+		secure.stop()
 		return fmt.Errorf("gRPC listen on %s: %w", o.grpcAddr, err)
 	}
 	httpServer := serve.NewHTTPServer(serve.HTTPOptions{Addr: o.httpAddr, Ready: source.Synced, Gatherer: metrics.registry, Logger: log})
@@ -129,6 +139,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	httpAddr, err := httpServer.Start()
 	if err != nil {
 		lis.Close()
+		secure.stop()
 		return fmt.Errorf("HTTP listen on %s: %w", o.httpAddr, err)
 	}
 
@@ -137,14 +148,15 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	sourceErr := make(chan error, 1)
 	go func() { sourceErr <- source.Run(runCtx) }()
 	go eng.Run(runCtx)
+	secure.run(runCtx)
 	go func() {
 		if err := grpcServer.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			log.Error("gRPC server stopped", "err", err)
 		}
 	}()
-	log.Info("pilotfish serving", "version", version, "config-dir", o.configDir, "grpc", lis.Addr().String(), "http", httpAddr.String())
+	log.Info("pilotfish serving", "version", version, "config-dir", o.configDir, "grpc", lis.Addr().String(), "grpc-tls", secure.tlsAddr(), "http", httpAddr.String())
 	if onStart != nil {
-		onStart(started{grpcAddr: lis.Addr(), httpAddr: httpAddr})
+		onStart(started{grpcAddr: lis.Addr(), httpAddr: httpAddr, grpcTLSAddr: secure.tlsAddr()})
 	}
 
 	select {
@@ -153,6 +165,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		if err != nil {
 			cancel()
 			grpcServer.Stop()
+			secure.stop()
 			_ = httpServer.Shutdown(context.Background())
 			return err
 		}
@@ -160,11 +173,12 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	log.Info("shutting down")
 	cancel()
 	stopped := make(chan struct{})
-	go func() { grpcServer.GracefulStop(); close(stopped) }()
+	go func() { grpcServer.GracefulStop(); secure.gracefulStop(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(o.shutdownGrace):
 		grpcServer.Stop()
+		secure.stop()
 	}
 	shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()
