@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/puzpuzpuz/xsync/v4"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -90,6 +91,30 @@ func Resource[K Key](c *Cache, kind Kind, typeURL string, k K, gen func(K) (stri
 		b, err := AppendAny(nil, typeURL, msg)
 		return name, b, err
 	}, func(b []byte) proto.Message { return anyPayload(b, gen, k) })
+}
+
+// ResourceAppend is Resource for generators that encode their resource
+// directly (app appends the message's encoding to dst) rather than build a
+// message. ref is the reference generator that builds the same resource as
+// a message: in verify mode every generation, hit or miss, is checked to
+// describe the same message as ref's, so the fast encoder cannot drift from
+// the readable one.
+func ResourceAppend[K Key](c *Cache, kind Kind, typeURL string, k K, app func(dst []byte, k K) (string, []byte), ref func(K) (string, proto.Message)) (*Entry, error) {
+	build := func() (string, []byte, error) {
+		dst := protowire.AppendTag(nil, anyTypeURL, protowire.BytesType)
+		dst = protowire.AppendString(dst, typeURL)
+		dst = protowire.AppendTag(dst, anyValue, protowire.BytesType)
+		name, body := app(nil, k)
+		dst = protowire.AppendBytes(dst, body)
+		if c.verify {
+			refName, refMsg := ref(k)
+			if got := anyPayload(dst, ref, k); refName != name || !proto.Equal(got, refMsg) {
+				panic(fmt.Sprintf("encode: verify: the direct encoding of %s %q differs from its reference generator", kind, name))
+			}
+		}
+		return name, dst, nil
+	}
+	return c.get(kind, k.Hash(), build, func(b []byte) proto.Message { return anyPayload(b, ref, k) })
 }
 
 // Part returns the cached bare encoding of a message that containers embed

@@ -323,7 +323,11 @@ func (s *clState) applyLoadBalancer(lb *networking.LoadBalancerSettings) {
 			}
 		}
 		if c.LoadAssignment != nil {
-			epApplyLocalityLB(c.LoadAssignment.Endpoints, s.k.Locality, setting, failover)
+			for i, d := range epApplyLocalityLB(c.LoadAssignment.Endpoints, s.k.Locality, setting, failover) {
+				if d {
+					c.LoadAssignment.Endpoints[i].LbEndpoints = nil
+				}
+			}
 		}
 	}
 	if c.GetType() == clusterv3.Cluster_ORIGINAL_DST {

@@ -101,7 +101,11 @@ func ClusterLoadAssignment(k *EndpointsKey) (string, proto.Message) {
 		lb = clResolvePolicy(dr, k.Port.Number, subset).loadBalancer
 	}
 	if setting, ok := epEffectiveLocalityLB(lb); ok {
-		epApplyLocalityLB(cla.Endpoints, k.Locality, setting, k.Failover)
+		for i, d := range epApplyLocalityLB(cla.Endpoints, k.Locality, setting, k.Failover) {
+			if d {
+				cla.Endpoints[i].LbEndpoints = nil
+			}
+		}
 	}
 	return k.ClusterName, cla
 }
@@ -173,16 +177,13 @@ type epMetaKey struct {
 // clWeightOne is the common endpoint weight, shared (immutable).
 var clWeightOne = clU32(1)
 
-// epBuildLocalities converts the shard's endpoints of one port (and
-// subset) into locality groups: localities sorted by name, endpoints by
-// address, weights summed per locality.
-func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
+// epCollect returns the endpoints of the shard that serve in.port (and the
+// subset), sorted by locality, address, port and source order, each with
+// its endpoint port.
+func epCollect(in *epInput) []epCandidate {
 	var cands []epCandidate
 	seOffset := 0
-	svcName := ""
-	if in.svc.Origin == index.OriginServiceEntry && in.svc.Name != 0 {
-		svcName = in.syms.String(in.svc.Name)
-	}
+	svcName := epServiceEntryName(in)
 	var seq int32
 	for gi := range in.shard.Groups {
 		g := &in.shard.Groups[gi]
@@ -216,10 +217,28 @@ func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
 			cands = append(cands, epCandidate{ep: e, port: port, locality: in.syms.String(e.Locality), seq: s, inline: inline})
 		}
 	}
+	slices.SortFunc(cands, epCompare(in.syms))
+	return cands
+}
+
+// epServiceEntryName is the ServiceEntry name inline endpoints are named
+// after (NAME-INDEX), or "".
+func epServiceEntryName(in *epInput) string {
+	if in.svc.Origin == index.OriginServiceEntry && in.svc.Name != 0 {
+		return in.syms.String(in.svc.Name)
+	}
+	return ""
+}
+
+// epBuildLocalities converts the shard's endpoints of one port (and
+// subset) into locality groups: localities sorted by name, endpoints by
+// address, weights summed per locality.
+func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
+	cands := epCollect(in)
 	if len(cands) == 0 {
 		return nil
 	}
-	slices.SortFunc(cands, epCompare(in.syms))
+	svcName := epServiceEntryName(in)
 	ns := in.syms.String(in.svc.Key.Namespace)
 	lk := epNewLabelKeys(in.syms)
 	metas := map[epMetaKey]*corev3.Metadata{}

@@ -81,18 +81,22 @@ func epLbPriority(proxy, ep *corev3.Locality) int {
 // weights, or with failover on, priorities relative to the proxy's
 // locality. failoverPriority needs the proxy's labels, which a proxy class
 // does not carry, so it is not applied.
-func epApplyLocalityLB(eps []*endpointv3.LocalityLbEndpoints, proxyLocality string, s *networking.LocalityLoadBalancerSetting, failover bool) {
+//
+// It sets the localities' priorities and weights; a distribution rule that
+// leaves localities unmatched reports them in dropped (their endpoints are
+// not sent).
+func epApplyLocalityLB(eps []*endpointv3.LocalityLbEndpoints, proxyLocality string, s *networking.LocalityLoadBalancerSetting, failover bool) (dropped []bool) {
 	if s == nil || len(eps) == 0 {
-		return
+		return nil
 	}
 	proxy := epParseLocality(proxyLocality)
 	if d := s.GetDistribute(); d != nil {
-		epApplyLocalityWeights(eps, proxy, d)
-		return
+		return epApplyLocalityWeights(eps, proxy, d)
 	}
 	if failover {
 		epApplyLocalityFailover(eps, proxy, s.GetFailover())
 	}
+	return nil
 }
 
 func epApplyLocalityFailover(eps []*endpointv3.LocalityLbEndpoints, proxy *corev3.Locality, failover []*networking.LocalityLoadBalancerSetting_Failover) {
@@ -121,7 +125,7 @@ func epApplyLocalityFailover(eps []*endpointv3.LocalityLbEndpoints, proxy *corev
 	}
 }
 
-func epApplyLocalityWeights(eps []*endpointv3.LocalityLbEndpoints, proxy *corev3.Locality, distribute []*networking.LocalityLoadBalancerSetting_Distribute) {
+func epApplyLocalityWeights(eps []*endpointv3.LocalityLbEndpoints, proxy *corev3.Locality, distribute []*networking.LocalityLoadBalancerSetting_Distribute) []bool {
 	for _, d := range distribute {
 		if d == nil || !epLocalityMatch(proxy, d.From) {
 			continue
@@ -155,11 +159,7 @@ func epApplyLocalityWeights(eps []*endpointv3.LocalityLbEndpoints, proxy *corev3
 				}
 			}
 		}
-		for i, u := range unmatched {
-			if u {
-				eps[i].LbEndpoints = nil
-			}
-		}
-		return
+		return unmatched
 	}
+	return nil
 }

@@ -36,6 +36,23 @@ func genCLA(t *testing.T, k *encode.EndpointsKey) *endpointv3.ClusterLoadAssignm
 		t.Fatal(err)
 	}
 	mustValidate(t, cla)
+	// The direct encoder must describe the same message (every EDS test is
+	// also a differential test of AppendClusterLoadAssignment).
+	fast, err := encode.ResourceAppend(encode.NewCache(), encode.KindEndpoint, typeEndpoint, k, encode.AppendClusterLoadAssignment, encode.ClusterLoadAssignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fa anypb.Any
+	if err := proto.Unmarshal(fast.Bytes, &fa); err != nil {
+		t.Fatal(err)
+	}
+	fcla := &endpointv3.ClusterLoadAssignment{}
+	if err := fa.UnmarshalTo(fcla); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(fcla, cla) {
+		t.Fatalf("AppendClusterLoadAssignment differs from ClusterLoadAssignment:\n got %v\nwant %v", fcla, cla)
+	}
 	eq(t, "cla name", cla.ClusterName, k.ClusterName)
 	eq(t, "entry name", e.Name, k.ClusterName)
 	for _, le := range cla.Endpoints {

@@ -28,7 +28,7 @@ func buildEndpoints(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	var err error
 	for _, name := range names {
 		b.keyFor(name)
-		e, gerr := encode.Resource(cache, encode.KindEndpoint, TypeEndpoint, &b.key, encode.ClusterLoadAssignment)
+		e, gerr := encode.ResourceAppend(cache, encode.KindEndpoint, TypeEndpoint, &b.key, encode.AppendClusterLoadAssignment, encode.ClusterLoadAssignment)
 		if gerr != nil {
 			return dst, fmt.Errorf("eds: %w", gerr)
 		}
