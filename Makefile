@@ -7,12 +7,8 @@ PKGS     ?= ./...
 # Fuzz targets run for this long each in `make test` (bounded, see fuzz target).
 FUZZTIME ?= 10s
 BENCHCOUNT ?= 6
-# The real istio-agent, for the CA's end-to-end test (cmd/pilotfish
-# TestCAIstioAgent). Built from tools/pilot-agent, its own module so that
-# istio.io/istio never enters pilotfish's go.mod; reused once built.
-PILOT_AGENT ?= .cache/bin/pilot-agent
 
-.PHONY: all build run test test-unit lint fuzz bench clean
+.PHONY: all build run test test-unit lint fuzz bench bench-scenarios bench-gate clean
 
 all: build
 
@@ -24,10 +20,11 @@ run: build
 
 # Every test: lint, the build without vtprotobuf (proto.Marshal fallback),
 # unit and integration tests with verify mode on, and bounded fuzzing.
-test: lint pilot-agent
+test: lint
 	$(GO) build ./...
 	PILOTFISH_VERIFY_CACHE=1 $(GO) test -tags $(TAGS) -count=1 $(PKGS)
 	$(MAKE) fuzz
+	$(MAKE) bench-gate
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
@@ -44,17 +41,39 @@ fuzz:
 	  done; \
 	done
 
-bench:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) $(PKGS) | tee bench.out
+# Benchmarks (docs/benchmarks.md). `make bench`: the micro-benchmarks of
+# BENCHPKGS matching BENCH, BENCHCOUNT times each, summarised by benchstat
+# (installed into .cache/bin on first use), then the scenarios against the
+# go-control-plane baselines at a moderate size. To compare two commits, run
+# it on each with a different BENCHOUT and `$(BENCHSTAT) OLD NEW`.
+BENCH      ?= .
+BENCHPKGS  ?= $(PKGS)
+BENCHOUT   ?= bench.out
+BENCHSTAT  ?= .cache/bin/benchstat
+BENCH_WORKLOAD ?= http
+BENCH_SERVICES ?= 100
+BENCH_PROXIES  ?= 500
 
-# ~3 minutes cold on 2 cores; skipped while the binary is newer than the
-# module files.
-.PHONY: pilot-agent
-pilot-agent: $(PILOT_AGENT)
+bench: $(BENCHSTAT)
+	$(GO) test -tags $(TAGS) -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) $(BENCHPKGS) | tee $(BENCHOUT)
+	$(BENCHSTAT) $(BENCHOUT)
+	$(MAKE) bench-scenarios
 
-$(PILOT_AGENT): tools/pilot-agent/go.mod tools/pilot-agent/go.sum
-	@mkdir -p $(dir $@)
-	cd tools/pilot-agent && $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $@) istio.io/istio/pilot/cmd/pilot-agent
+# The scenarios (pilotfish bench) at BENCH_SERVICES services, BENCH_PROXIES
+# proxies; the JSON goes to .cache/bench-scenarios.json.
+bench-scenarios: build
+	@mkdir -p .cache
+	./$(BIN) bench --workload $(BENCH_WORKLOAD) --services $(BENCH_SERVICES) --proxies $(BENCH_PROXIES) \
+	  --json .cache/bench-scenarios.json
+
+# The regression gate (part of `make test`): allocation budgets and
+# same-run ratio floors against the baselines (bench/gate_test.go), a
+# minute or two on two shared cores. Never an absolute time.
+bench-gate:
+	PILOTFISH_BENCH_GATE=1 $(GO) test -tags $(TAGS) -count=1 -run '^(TestGate|TestWarmProxyConfigAllocs)$$' -v ./bench/
+
+$(BENCHSTAT):
+	GOBIN=$(abspath $(dir $(BENCHSTAT))) $(GO) install golang.org/x/perf/cmd/benchstat@latest
 
 clean:
 	rm -rf bin bench.out

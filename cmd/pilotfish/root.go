@@ -37,6 +37,7 @@ every proxy, like istiod, at a fraction of the cost.`,
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newValidateCommand())
 	root.AddCommand(newLoadgenCommand())
+	root.AddCommand(newBenchCommand())
 	root.AddCommand(newVersionCommand())
 	return root
 }
