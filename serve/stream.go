@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/pprof"
+	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
@@ -135,7 +136,7 @@ type conn struct {
 	delta bool
 	nonce uint64 // last nonce issued; one counter for all types of the stream
 
-	scratch []engine.Resource // Generate's destination, reused across calls
+	scratch []engine.Resource // Generate's destination; pooled between responses (see releaseScratch)
 	msg     rawMessage        // reused: SendMsg consumes it synchronously
 }
 
@@ -190,10 +191,13 @@ func (c *conn) nextNonce() uint64 {
 // result is valid until the next call. ok is false for a type the engine does
 // not serve; other errors end the stream.
 func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []engine.Resource, ok bool, err error) {
-	res, err = c.sess.Generate(typeURL, names, wildcard, c.scratch[:0])
-	if cap(res) <= 1<<16 { // keep the scratch unless a huge push grew it
-		c.scratch = res[:0]
+	if c.scratch == nil {
+		if p, ok := scratchPool.Get().(*[]engine.Resource); ok {
+			c.scratch = *p
+		}
 	}
+	res, err = c.sess.Generate(typeURL, names, wildcard, c.scratch[:0])
+	c.scratch = res[:0]
 	switch {
 	case errors.Is(err, engine.ErrUnknownType):
 		c.log.Debug("xds request for a type the engine does not serve", "type", typeURL)
@@ -266,4 +270,22 @@ func pushes(p *engine.Push, typeURL string) bool {
 		}
 	}
 	return false
+}
+
+// scratchPool holds Generate destinations between responses: a stream that
+// is idle (most of them, most of the time) holds none, so a connected proxy
+// costs no resource list (a sidecar's is thousands of entries).
+var scratchPool sync.Pool // of *[]engine.Resource
+
+// releaseScratch returns the stream's Generate destination to the pool once
+// a response has been assembled from it.
+func (c *conn) releaseScratch() {
+	if c.scratch == nil {
+		return
+	}
+	s := c.scratch[:0]
+	c.scratch = nil
+	if cap(s) <= 1<<16 { // drop a huge one rather than pin it
+		scratchPool.Put(&s)
+	}
 }

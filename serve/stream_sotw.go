@@ -114,17 +114,20 @@ func (s *sotwStream) respond(t *sotwType, force bool) error {
 	}
 	d := setDigest(res)
 	if !force && t.sent && d == t.digest {
+		s.releaseScratch()
 		return nil
 	}
 	h := wireHeader{version: d, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
 	buf := getBuf(sizeDiscoveryResponse(&h, res))
 	*buf = appendDiscoveryResponse(*buf, &h, res)
+	n := len(res)
+	s.releaseScratch()
 	if err := s.send(t.typeURL, h.version, buf); err != nil {
 		return err
 	}
 	t.sent, t.digest, t.nonce = true, d, h.nonce
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("xds response sent", "type", t.typeURL, "resources", len(res),
+		s.log.Debug("xds response sent", "type", t.typeURL, "resources", n,
 			"version", versionString(d), "nonce", h.nonce)
 	}
 	return nil
@@ -177,6 +180,11 @@ func (t *sotwType) setNames(names []string) bool {
 	slices.Sort(names)
 	names = slices.Compact(names)
 	changed := wildcard != t.wildcard || !slices.Equal(names, t.names)
+	if changed {
+		names = sharedNames(names)
+	} else {
+		names = t.names
+	}
 	t.wildcard, t.names = wildcard, names
 	return changed
 }
