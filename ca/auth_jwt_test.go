@@ -51,6 +51,11 @@ func claims(sub string, aud []string, exp time.Duration) jwt.Claims {
 
 func jwksOf(t *testing.T, key any, kid string) string {
 	t.Helper()
+	return jwksOfTB(t, key, kid)
+}
+
+func jwksOfTB(t testing.TB, key any, kid string) string {
+	t.Helper()
 	var pub any
 	switch k := key.(type) {
 	case *ecdsa.PrivateKey:

@@ -185,3 +185,7 @@ func (s staticAuth) Authenticate(_ context.Context, c ca.Credentials) (ca.Caller
 	}
 	return ca.Caller{Namespace: s.ns, ServiceAccount: s.sa}, nil
 }
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
