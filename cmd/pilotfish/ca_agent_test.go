@@ -109,6 +109,12 @@ func startCAServe(t *testing.T, co caOptions) started {
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte(svcYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return startCAServeDir(t, dir, co)
+}
+
+// startCAServeDir is startCAServe on a config directory of the caller's.
+func startCAServeDir(t *testing.T, dir string, co caOptions) started {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan started, 1)
 	done := make(chan error, 1)
