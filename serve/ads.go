@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"github.com/puzpuzpuz/xsync/v4"
 	"io"
 	"log/slog"
 
@@ -60,6 +61,8 @@ type XDSServer struct {
 	log          *slog.Logger
 	metrics      XDSMetrics
 	controlPlane []byte // encoded ControlPlane, shared by every response
+	// bodies: SotW response bodies shared by streams (see sharedBody).
+	bodies *xsync.Map[bodyKey, []byte]
 }
 
 // NewXDSServer returns a server answering from backend. Register it on a
@@ -70,6 +73,7 @@ func NewXDSServer(backend Backend, opts XDSOptions) *XDSServer {
 		log:          opts.Logger,
 		metrics:      opts.Metrics,
 		controlPlane: encodeControlPlane(opts.ControlPlaneID),
+		bodies:       newBodies(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))

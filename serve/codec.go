@@ -26,6 +26,10 @@ func ServerOptions() []grpc.ServerOption {
 type rawMessage struct {
 	buf  *[]byte
 	pool mem.BufferPool
+	// shared, when set, is sent before buf: an immutable body shared by
+	// every stream that sends the same response (see sharedBody). It is
+	// never pooled or freed by gRPC.
+	shared []byte
 }
 
 var errRawReused = errors.New("serve: raw message already sent")
@@ -58,6 +62,11 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 		}
 		b := mem.NewBuffer(m.buf, m.pool)
 		m.buf = nil
+		if m.shared != nil {
+			shared := mem.SliceBuffer(m.shared)
+			m.shared = nil
+			return mem.BufferSlice{shared, b}, nil
+		}
 		return mem.BufferSlice{b}, nil
 	}
 	return protoCodec.Marshal(v)

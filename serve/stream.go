@@ -222,6 +222,18 @@ func (c *conn) send(typeURL string, version uint64, buf *[]byte) error {
 	return nil
 }
 
+// sendShared sends a response made of a shared body and a per-stream tail.
+func (c *conn) sendShared(typeURL string, version uint64, body []byte, tail *[]byte) error {
+	n := len(body) + len(*tail)
+	c.msg = rawMessage{buf: tail, pool: bufPool, shared: body}
+	if err := c.ss.SendMsg(&c.msg); err != nil {
+		return err
+	}
+	c.srv.metrics.Pushed(typeURL, n)
+	c.sess.Sent(typeURL, versionString(version))
+	return nil
+}
+
 // versionString formats a digest as the version_info sent on the wire.
 func versionString(v uint64) string {
 	var b [versionLen]byte

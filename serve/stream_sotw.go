@@ -118,11 +118,16 @@ func (s *sotwStream) respond(t *sotwType, force bool) error {
 		return nil
 	}
 	h := wireHeader{version: d, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
-	buf := getBuf(sizeDiscoveryResponse(&h, res))
-	*buf = appendDiscoveryResponse(*buf, &h, res)
+	// Streams that send the same resources send the same bytes but for the
+	// nonce: the body is assembled once and shared, the nonce goes after it
+	// (protobuf fields may come in any order).
+	body := s.srv.sharedBody(&h, res)
+	buf := getBuf(sizeField(fieldRespNonce, decimalLen(h.nonce)))
+	var scratch [20]byte
+	*buf = appendField(*buf, fieldRespNonce, appendDecimal(scratch[:0], h.nonce))
 	n := len(res)
 	s.releaseScratch()
-	if err := s.send(t.typeURL, h.version, buf); err != nil {
+	if err := s.sendShared(t.typeURL, h.version, body, buf); err != nil {
 		return err
 	}
 	t.sent, t.digest, t.nonce = true, d, h.nonce
