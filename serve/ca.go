@@ -39,13 +39,14 @@ func (c *CAServer) Register(s grpc.ServiceRegistrar) {
 }
 
 // maxValidity caps validity_duration before it is turned into a
-// time.Duration (which would overflow past ~292 years); anything above it
-// is refused by the Authority's maximum anyway.
+// time.Duration (which would overflow past ~292 years, either way); anything
+// above it is refused by the Authority's maximum anyway, and a negative one
+// means the default, as zero does.
 const maxValidity = int64(100 * 365 * 24 * 3600)
 
 // CreateCertificate implements pb.IstioCertificateServiceServer.
 func (c *CAServer) CreateCertificate(ctx context.Context, req *pb.IstioCertificateRequest) (*pb.IstioCertificateResponse, error) {
-	secs := min(req.GetValidityDuration(), maxValidity)
+	secs := max(min(req.GetValidityDuration(), maxValidity), 0) // 0: the default
 	chain, _, err := c.a.CreateCertificate(ctx, ca.Request{
 		Credentials: credentialsFrom(ctx),
 		CSRPEM:      []byte(req.GetCsr()),

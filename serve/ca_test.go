@@ -164,11 +164,18 @@ func TestCAServerPlaintext(t *testing.T) {
 		{"oversized CSR", "good", &pb.IstioCertificateRequest{Csr: csr(t, key, reviewsID) + string(make([]byte, 8<<10))}, codes.InvalidArgument},
 		{"excessive TTL", "good", &pb.IstioCertificateRequest{Csr: csr(t, key, reviewsID), ValidityDuration: 91 * 24 * 3600}, codes.InvalidArgument},
 		{"absurd TTL", "good", &pb.IstioCertificateRequest{Csr: csr(t, key, reviewsID), ValidityDuration: 1 << 62}, codes.InvalidArgument},
+		{"absurd negative TTL is the default", "good", &pb.IstioCertificateRequest{Csr: csr(t, key, reviewsID), ValidityDuration: -1 << 62}, codes.OK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := client.CreateCertificate(withToken(tc.token), tc.req)
 			if status.Code(err) != tc.code {
 				t.Fatalf("err %v, want %s", err, tc.code)
+			}
+			if tc.code == codes.OK {
+				if l := leafOf(t, resp.CertChain); l.NotAfter.Sub(l.NotBefore) != ca.DefaultWorkloadTTL+2*time.Minute {
+					t.Fatalf("lifetime %s, want the default", l.NotAfter.Sub(l.NotBefore))
+				}
+				return
 			}
 			if resp != nil {
 				t.Fatal("a response with an error")
