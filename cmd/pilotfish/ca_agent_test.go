@@ -377,5 +377,17 @@ func TestCAIstioAgent(t *testing.T) {
 				t.Error("istio-agent did not use TLS with CA_ROOT_CA")
 			}
 		})
+		t.Run("tls-15012-client-certificate", func(t *testing.T) {
+			t.Parallel()
+			// A workload (a VM, say) that holds a certificate from this CA
+			// (PROV_CERT: cert-chain.pem, key.pem, root-cert.pem) renews
+			// with it over mTLS. Its token is worthless, so only the client
+			// certificate can authenticate it.
+			prov := filepath.Join(t.TempDir(), "prov")
+			issueFiles(t, s.grpcAddr.String(), iss.token(t, "shop", "details", "istio-ca", time.Hour), prov)
+			a := runAgent(t, bin, fmt.Sprintf("localhost:%d", tlsPort), s.grpcAddr.String(), "shop", "details",
+				"not-a-token", "PROV_CERT="+prov)
+			a.waitRotation(t, "spiffe://cluster.local/ns/shop/sa/details")
+		})
 	})
 }
