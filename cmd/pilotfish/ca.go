@@ -51,7 +51,7 @@ func addCAFlags(f *pflag.FlagSet, o *caOptions) {
 	f.StringVar(&o.tlsAddr, "grpc-tls-addr", "127.0.0.1:15012", "listen address of the TLS gRPC server (xDS and CA), with a certificate from pilotfish's CA; istiod's port is 15012; empty disables")
 	f.StringVar(&o.cacertsDir, "cacerts-dir", "", "plug-in CA directory (ca-cert.pem, ca-key.pem, cert-chain.pem, root-cert.pem, or tls.crt, tls.key, ca.crt), watched and hot-reloaded; istiod mounts it at ./etc/cacerts")
 	f.StringVar(&o.stateDir, "ca-state-dir", "", "without --cacerts-dir: directory where the self-signed root is kept ("+ca.StateFileName+") and reused on restart; empty keeps it in memory only (workloads then distrust a restarted pilotfish)")
-	f.StringVar(&o.trustDomain, "trust-domain", envString("TRUST_DOMAIN", ca.DefaultTrustDomain), "trust domain of workload SPIFFE IDs (TRUST_DOMAIN)")
+	f.StringVar(&o.trustDomain, "trust-domain", envString("TRUST_DOMAIN", ca.DefaultTrustDomain), "trust domain of workload SPIFFE IDs: what the CA signs and what xDS SAN checks expect (TRUST_DOMAIN)")
 	f.DurationVar(&o.defaultTTL, "workload-cert-ttl", envDuration("DEFAULT_WORKLOAD_CERT_TTL", ca.DefaultWorkloadTTL), "lifetime of a workload certificate whose request names none (DEFAULT_WORKLOAD_CERT_TTL)")
 	f.DurationVar(&o.maxTTL, "max-workload-cert-ttl", envDuration("MAX_WORKLOAD_CERT_TTL", ca.DefaultMaxTTL), "requests for longer certificates are refused (MAX_WORKLOAD_CERT_TTL)")
 	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "extra DNS names or IPs of the TLS serving certificate, besides "+ca.DefaultServingDNSName+" (repeatable)")

@@ -104,6 +104,9 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	}
 	mesh := encode.DefaultMesh()
 	mesh.DomainSuffix = o.domain
+	if o.ca.trustDomain != "" { // the CA's identities and xDS SAN checks agree (ca.go)
+		mesh.TrustDomain = o.ca.trustDomain
+	}
 
 	writer := index.NewWriter()
 	metrics := newMetrics(writer)
