@@ -216,11 +216,11 @@ type ConvergenceResult struct {
 }
 
 // MemoryResult is the server's memory per idle connected proxy: the
-// difference between the server with its config and no proxy, and with
-// every proxy connected and idle, after a GC, over the number of proxies.
-// All servers share this process, one after the other, so these are
-// deltas around each server's lifetime (runtime.ReadMemStats; RSS after
-// returning free pages to the OS).
+// difference between the process with the server holding its config and no
+// proxy, and with every proxy connected and idle, after a GC, over the
+// number of proxies. All servers share this process (only one has proxies
+// at a time), so these are deltas around each server's connected period:
+// runtime.ReadMemStats, and RSS after returning free pages to the OS.
 type MemoryResult struct {
 	HeapPerProxy       float64 `json:"heap_per_proxy"`
 	StackPerProxy      float64 `json:"stack_per_proxy"`
@@ -323,21 +323,78 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.FullConfig = p.counts
-	var errs []error
-	for _, kind := range o.Servers {
-		sr, err := runServer(ctx, o, p, kind)
-		res.Servers = append(res.Servers, sr)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", kind, err))
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
+	errs := runServers(ctx, o, p, res)
 	res.Ratios = ratios(res)
 	res.LoadAfter = loadAverage()
 	res.ElapsedMS = ms(time.Since(start))
 	return res, errors.Join(errs...)
+}
+
+// runServers starts every server (each with its config, no proxy), then
+// runs each scenario against all of them back to back, so that a metric's
+// values for the servers are measured minutes apart at most on a machine
+// whose load drifts. The order rotates from one scenario to the next, so no
+// server always goes first.
+func runServers(ctx context.Context, o Options, p *plan, res *Result) []error {
+	var errs []error
+	var runs []*serverRun
+	for _, kind := range o.Servers {
+		sr := &ServerResult{Server: kind}
+		res.Servers = append(res.Servers, sr)
+		before := settledSample()
+		srv, err := startServer(kind, p, serverOptions{debounce: o.Debounce, verifyCache: o.VerifyCache})
+		if err != nil {
+			sr.Errors = append(sr.Errors, err.Error())
+			errs = append(errs, fmt.Errorf("%s: %w", kind, err))
+			continue
+		}
+		defer srv.stop()
+		loaded := settledSample()
+		runs = append(runs, &serverRun{o: o, p: p, kind: kind, srv: srv, sr: sr,
+			configHeap: float64(loaded.heap) - float64(before.heap)})
+	}
+	// quiesce waits (up to 10s) until no server has a connection left from
+	// the previous run, so that a memory baseline holds none of its state.
+	quiesce := func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			open := 0
+			for _, r := range runs {
+				open += r.srv.open()
+			}
+			if open == 0 {
+				return
+			}
+		}
+	}
+	for _, r := range runs {
+		r.quiesce = quiesce
+	}
+	scenarios := []struct {
+		want bool
+		run  func(*serverRun, context.Context) error
+	}{
+		{o.wants(ScenarioConnect) || o.wants(ScenarioReconnect) || o.wants(ScenarioMemory), (*serverRun).connect},
+		{o.wants(ScenarioChange), (*serverRun).change},
+		{o.wants(ScenarioChurn), (*serverRun).churn},
+	}
+	k := 0
+	for _, sc := range scenarios {
+		if !sc.want {
+			continue
+		}
+		for i := range runs {
+			r := runs[(i+k)%len(runs)]
+			if ctx.Err() != nil {
+				return append(errs, ctx.Err())
+			}
+			if err := sc.run(r, ctx); err != nil {
+				r.sr.Errors = append(r.sr.Errors, err.Error())
+				errs = append(errs, fmt.Errorf("%s: %w", r.kind, err))
+			}
+		}
+		k++
+	}
+	return errs
 }
 
 func (o Options) changeCount() int {
@@ -355,47 +412,17 @@ func (o Options) progressf(format string, args ...any) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// runServer runs the scenarios against one fresh server.
-func runServer(ctx context.Context, o Options, p *plan, kind string) (*ServerResult, error) {
-	sr := &ServerResult{Server: kind}
-	before := settledSample()
-	srv, err := startServer(kind, p, serverOptions{debounce: o.Debounce, verifyCache: o.VerifyCache})
-	if err != nil {
-		sr.Errors = append(sr.Errors, err.Error())
-		return sr, err
-	}
-	defer srv.stop()
-	loaded := settledSample()
-	r := &serverRun{o: o, p: p, kind: kind, srv: srv, sr: sr, before: before, loaded: loaded}
-	var errs []error
-	note := func(err error) {
-		if err != nil {
-			sr.Errors = append(sr.Errors, err.Error())
-			errs = append(errs, err)
-		}
-	}
-	if o.wants(ScenarioConnect) || o.wants(ScenarioReconnect) || o.wants(ScenarioMemory) {
-		note(r.connect(ctx))
-	}
-	if o.wants(ScenarioChange) && ctx.Err() == nil {
-		note(r.change(ctx))
-	}
-	if o.wants(ScenarioChurn) && ctx.Err() == nil {
-		note(r.churn(ctx))
-	}
-	return sr, errors.Join(errs...)
-}
-
 // serverRun is the state of one server's scenarios.
 type serverRun struct {
-	o              Options
-	p              *plan
-	kind           string
-	srv            server
-	sr             *ServerResult
-	before, loaded procSample
-	configChanges  int      // config changes applied so far
-	profile        *os.File // the CPU profile running, if any
+	o             Options
+	p             *plan
+	kind          string
+	srv           server
+	sr            *ServerResult
+	configHeap    float64  // live heap the server added with its config
+	quiesce       func()   // waits for every server's connections to close
+	configChanges int      // config changes applied so far
+	profile       *os.File // the CPU profile running, if any
 }
 
 func (r *serverRun) config(changes int, interval time.Duration, expect string) runConfig {
@@ -417,6 +444,8 @@ func (r *serverRun) connect(ctx context.Context) error {
 		changes = 1
 	}
 	r.o.progressf("bench: %s: %d proxies connect", r.kind, n)
+	r.quiesce()
+	loaded := settledSample() // the server with its config and no proxy
 	start := sample()
 	var atFull, idle procSample
 	var dropped int
@@ -447,13 +476,13 @@ func (r *serverRun) connect(ctx context.Context) error {
 	}
 	if r.o.wants(ScenarioMemory) && !idle.at.IsZero() {
 		r.sr.Memory = &MemoryResult{
-			HeapPerProxy:       perProxy(r.loaded.heap, idle.heap, n),
-			StackPerProxy:      perProxy(r.loaded.stack, idle.stack, n),
-			GoroutinesPerProxy: float64(idle.goroutines-r.loaded.goroutines) / float64(n),
-			ConfigHeap:         float64(r.loaded.heap) - float64(r.before.heap),
+			HeapPerProxy:       perProxy(loaded.heap, idle.heap, n),
+			StackPerProxy:      perProxy(loaded.stack, idle.stack, n),
+			GoroutinesPerProxy: float64(idle.goroutines-loaded.goroutines) / float64(n),
+			ConfigHeap:         r.configHeap,
 		}
 		if idle.rss > 0 {
-			r.sr.Memory.RSSPerProxy = float64(idle.rss-r.loaded.rss) / float64(n)
+			r.sr.Memory.RSSPerProxy = float64(idle.rss-loaded.rss) / float64(n)
 		}
 	}
 	if storm && rep != nil && len(rep.Changes) > 0 {

@@ -48,6 +48,8 @@ type server interface {
 	apply(ctx context.Context, c *change) error
 	// dropAll closes every client connection and returns how many it closed.
 	dropAll() int
+	// open returns the number of open client connections.
+	open() int
 	stop()
 }
 
@@ -87,6 +89,7 @@ func listen(gs *grpc.Server) (*grpcHost, error) {
 
 func (h *grpcHost) addr() string { return h.lis.Addr().String() }
 func (h *grpcHost) dropAll() int { return h.lis.dropAll() }
+func (h *grpcHost) open() int    { return h.lis.open() }
 
 // trackingListener remembers its open connections so that a reconnect
 // storm can cut them all at once.
@@ -121,6 +124,12 @@ func (c *trackedConn) Close() error {
 		c.l.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+func (l *trackingListener) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
 }
 
 func (l *trackingListener) dropAll() int {
