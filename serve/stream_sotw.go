@@ -89,9 +89,16 @@ func (s *sotwStream) push(p engine.Push) error {
 		if !t.sent || !pushes(&p, t.typeURL) {
 			continue
 		}
-		if t.typeURL == engine.TypeEndpoint && !p.Full && p.Endpoints != nil &&
-			!t.wildcard && !subscribedAny(t.names, p.Endpoints) {
-			continue // the endpoint fast path: none of this proxy's clusters changed
+		if t.typeURL == engine.TypeEndpoint && !p.Full && p.Endpoints != nil && !t.wildcard {
+			// The endpoint fast path. EDS is not a full-state type in SotW:
+			// a response may carry just the assignments that changed, so
+			// only the proxy's subscribed clusters among them are sent.
+			if names := subscribedOf(t.names, p.Endpoints); len(names) > 0 {
+				if err := s.respondPartial(t, names); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		if err := s.respond(t, false); err != nil {
 			return err
@@ -136,6 +143,46 @@ func (s *sotwStream) respond(t *sotwType, force bool) error {
 			"version", versionString(d), "nonce", h.nonce)
 	}
 	return nil
+}
+
+// respondPartial sends the resources of names only (an EDS update). Its
+// version is the digest of that partial set, tagged so that it never equals
+// a full set's: the next full push then resends the whole set once.
+func (s *sotwStream) respondPartial(t *sotwType, names []string) error {
+	res, ok, err := s.generate(t.typeURL, names, false)
+	if !ok {
+		return err
+	}
+	if len(res) == 0 {
+		s.releaseScratch()
+		return nil
+	}
+	d := setDigest(res) ^ partialTag
+	h := wireHeader{version: d, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
+	body := s.srv.sharedBody(&h, res)
+	buf := getBuf(sizeField(fieldRespNonce, decimalLen(h.nonce)))
+	var scratch [20]byte
+	*buf = appendField(*buf, fieldRespNonce, appendDecimal(scratch[:0], h.nonce))
+	s.releaseScratch()
+	if err := s.sendShared(t.typeURL, h.version, body, buf); err != nil {
+		return err
+	}
+	t.sent, t.digest, t.nonce = true, d, h.nonce
+	return nil
+}
+
+// partialTag marks the digests of partial responses.
+const partialTag = 0x5bd1e9955bd1e995
+
+// subscribedOf returns the names of changed that are in the sorted list subs.
+func subscribedOf(subs, changed []string) []string {
+	var out []string
+	for _, n := range changed {
+		if _, ok := slices.BinarySearch(subs, n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (s *sotwStream) nack(t *sotwType, req *discoveryv3.DiscoveryRequest) {
@@ -198,14 +245,4 @@ func (t *sotwType) setNames(names []string) bool {
 // (the xDS legacy wildcard, for Listener and Cluster only).
 func wildcardType(typeURL string) bool {
 	return typeURL == engine.TypeCluster || typeURL == engine.TypeListener
-}
-
-// subscribedAny reports whether any of names is in the sorted list subs.
-func subscribedAny(subs, names []string) bool {
-	for _, n := range names {
-		if _, ok := slices.BinarySearch(subs, n); ok {
-			return true
-		}
-	}
-	return false
 }
