@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -236,7 +237,7 @@ func (s *secureServing) run(ctx context.Context) {
 		go ca.RunRootRotation(ctx, s.authority, s.store, s.rootOpts)
 	}
 	if s.opts.rootCertOut != "" {
-		go func() {
+		go pprof.Do(ctx, pprof.Labels("pilotfish", "ca-root-cert-out"), func(ctx context.Context) {
 			for {
 				select {
 				case <-ctx.Done():
@@ -247,7 +248,7 @@ func (s *secureServing) run(ctx context.Context) {
 					s.log.Error("CA: writing the root certificates failed", "err", err)
 				}
 			}
-		}()
+		})
 	}
 	if s.tlsServer != nil {
 		go s.serving.Run(ctx)
