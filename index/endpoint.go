@@ -101,6 +101,9 @@ type EndpointShard struct {
 	Service ServiceKey
 	Groups  []EndpointGroup // sorted by Source
 	Hash    uint64          // combines the groups' hashes
+	// one backs Groups when the shard has a single group (most shards):
+	// shard and group list in one allocation.
+	one [1]EndpointGroup
 }
 
 // Len returns the number of endpoints in the shard.
@@ -122,6 +125,13 @@ func (s *EndpointShard) with(svc ServiceKey, g EndpointGroup, remove bool) *Endp
 	i, found := slices.BinarySearchFunc(groups, g.Source, func(x EndpointGroup, src Sym) int {
 		return int(x.Source) - int(src)
 	})
+	if s == nil && !remove {
+		out := &EndpointShard{Service: svc}
+		out.one[0] = g
+		out.Groups = out.one[:]
+		out.Hash = combineHash(0, g.Hash)
+		return out
+	}
 	var next []EndpointGroup
 	switch {
 	case remove && !found:

@@ -29,6 +29,15 @@ func NewWriter() *Writer {
 	return w
 }
 
+// NewWriterSharing returns a writer with empty tables that shares w's symbol
+// and label-set tables, so that rows of both use the same IDs (indexes of
+// several sources or clusters, benchmarks of a rebuild with warm symbols).
+func NewWriterSharing(w *Writer) *Writer {
+	n := &Writer{syms: w.syms, labels: w.labels}
+	n.cur.Store(&Snapshot{Symbols: n.syms, Labels: n.labels})
+	return n
+}
+
 // Symbols returns the symbol table shared by all snapshots.
 func (w *Writer) Symbols() *Symbols { return w.syms }
 

@@ -159,7 +159,8 @@ func (c *Converter) labelSet(m map[string]string) index.LabelSetID {
 	if len(m) == 0 {
 		return 0
 	}
-	ls := make([]index.Label, 0, len(m))
+	var stack [8]index.Label // most label maps are small: no allocation
+	ls := stack[:0]
 	for k, v := range m {
 		ls = append(ls, index.Label{Key: c.sym(k), Value: c.sym(v)})
 	}
@@ -196,6 +197,12 @@ func (c *Converter) exportTo(list []string) index.ExportTo {
 
 // parsePrefix parses an IP or CIDR; it reports false for anything else.
 func parsePrefix(s string) (netip.Prefix, bool) {
+	if !strings.Contains(s, "/") {
+		if a, err := netip.ParseAddr(s); err == nil {
+			return netip.PrefixFrom(a, a.BitLen()), true
+		}
+		return netip.Prefix{}, false
+	}
 	if p, err := netip.ParsePrefix(s); err == nil {
 		return p, true
 	}

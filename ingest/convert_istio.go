@@ -83,7 +83,8 @@ func workloadSelector(s *typev1beta1.WorkloadSelector) (map[string]string, bool)
 // and the inline endpoints of each host's service.
 func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 	se := o.Spec.(*networking.ServiceEntry)
-	refs := []rowRef{c.config(b, o, index.ConfigServiceEntry, nil)}
+	refs := make([]rowRef, 0, 1+2*len(se.Hosts))
+	refs = append(refs, c.config(b, o, index.ConfigServiceEntry, nil))
 	ns := c.sym(o.Meta.Namespace)
 	base := index.Service{
 		Name:         c.sym(o.Meta.Name),
@@ -102,11 +103,15 @@ func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 	case networking.ServiceEntry_DNS_ROUND_ROBIN:
 		base.Resolution = index.ResolutionDNSRoundRobin
 	}
+	if len(se.Addresses) > 0 {
+		base.Addresses = make([]netip.Prefix, 0, len(se.Addresses))
+	}
 	for _, a := range se.Addresses {
 		if p, ok := parsePrefix(a); ok {
 			base.Addresses = append(base.Addresses, p)
 		}
 	}
+	base.Ports = make([]index.Port, 0, len(se.Ports))
 	for _, p := range se.Ports {
 		port := index.Port{Name: c.sym(p.Name), Number: p.Number, TargetPort: p.TargetPort, Protocol: protocolOf(p.Protocol)}
 		base.Ports = append(base.Ports, port)
@@ -149,6 +154,9 @@ func (c *Converter) entryGroups(name string, eps []*networking.WorkloadEntry) []
 			}
 			groups = append(groups, index.EndpointGroup{Source: c.sym(src), Ports: ports})
 			gi = len(groups) - 1
+		}
+		if groups[gi].Endpoints == nil {
+			groups[gi].Endpoints = make([]index.Endpoint, 0, len(eps)) // usually one group: exact
 		}
 		groups[gi].Endpoints = append(groups[gi].Endpoints, c.entryEndpoint(we))
 	}
