@@ -247,6 +247,9 @@ func (m metric) format(v float64) string {
 	case unitBytes:
 		return fmtBytes(v)
 	case unitRate:
+		if v < 1 {
+			return fmt.Sprintf("%.2f/s", v)
+		}
 		return fmt.Sprintf("%.1f/s", v)
 	}
 	if v >= 100 || v == float64(int64(v)) {
