@@ -51,6 +51,17 @@ func decodeValid(tb testing.TB, y []byte) []Object {
 	return objs
 }
 
+// buildIndex converts objs and applies them to w as one batch.
+func buildIndex(w *index.Writer, objs []Object) *Converter {
+	c := NewConverter(w, "cluster.local")
+	var batch index.Batch
+	for i := range objs {
+		c.Put(&batch, &objs[i])
+	}
+	w.Apply(&batch)
+	return c
+}
+
 // BenchmarkIngest measures the whole path from YAML bytes to a published
 // snapshot: decode, validate, convert, apply.
 func BenchmarkIngest(b *testing.B) {
@@ -60,13 +71,7 @@ func BenchmarkIngest(b *testing.B) {
 			b.SetBytes(int64(len(wl.yaml)))
 			for b.Loop() {
 				objs := decodeValid(b, wl.yaml)
-				w := index.NewWriter()
-				c := NewConverter(w, "cluster.local")
-				var batch index.Batch
-				for i := range objs {
-					c.Put(&batch, &objs[i])
-				}
-				w.Apply(&batch)
+				buildIndex(index.NewWriter(), objs)
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(wl.services), "µs/service")
 		})
@@ -85,13 +90,7 @@ func BenchmarkBuildIndex(b *testing.B) {
 			objs := decodeValid(b, wl.yaml)
 			b.ReportAllocs()
 			for b.Loop() {
-				w := index.NewWriter()
-				c := NewConverter(w, "cluster.local")
-				var batch index.Batch
-				for i := range objs {
-					c.Put(&batch, &objs[i])
-				}
-				w.Apply(&batch)
+				buildIndex(index.NewWriter(), objs)
 			}
 		})
 	}
@@ -108,21 +107,10 @@ func BenchmarkBuildIndexWarmSymbols(b *testing.B) {
 		b.Run(wl.name, func(b *testing.B) {
 			objs := decodeValid(b, wl.yaml)
 			first := index.NewWriter()
-			c := NewConverter(first, "cluster.local")
-			var batch index.Batch
-			for i := range objs {
-				c.Put(&batch, &objs[i])
-			}
-			first.Apply(&batch)
+			buildIndex(first, objs)
 			b.ReportAllocs()
 			for b.Loop() {
-				w := index.NewWriterSharing(first)
-				c := NewConverter(w, "cluster.local")
-				var batch index.Batch
-				for i := range objs {
-					c.Put(&batch, &objs[i])
-				}
-				w.Apply(&batch)
+				buildIndex(index.NewWriterSharing(first), objs)
 			}
 		})
 	}
@@ -141,13 +129,7 @@ func TestIngestHeap(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		w := index.NewWriter()
-		c := NewConverter(w, "cluster.local")
-		var batch index.Batch
-		for i := range objs {
-			c.Put(&batch, &objs[i])
-		}
-		w.Apply(&batch)
-		batch = index.Batch{}
+		c := buildIndex(w, objs)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		// The decoded objects were live in both readings: the difference is
