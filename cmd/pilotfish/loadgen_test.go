@@ -12,34 +12,7 @@ import (
 	"time"
 )
 
-const loadgenMesh = `apiVersion: v1
-kind: Service
-metadata:
-  name: reviews
-  namespace: shop
-spec:
-  clusterIP: 10.96.0.10
-  selector:
-    app: reviews
-  ports:
-  - name: http
-    port: 9080
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: reviews-abc
-  namespace: shop
-  labels:
-    kubernetes.io/service-name: reviews
-addressType: IPv4
-ports:
-- name: http
-  port: 9080
-endpoints:
-- addresses: ["10.244.0.5"]
-  conditions: {ready: true}
-`
+// The loadgen tests serve the same one-service mesh as serve_test.go (svcYAML).
 
 const loadgenRatings = `apiVersion: v1
 kind: Service
@@ -140,7 +113,7 @@ func TestLoadgenAgainstPilotfish(t *testing.T) {
 	for _, mode := range []string{"sotw", "delta"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte(loadgenMesh), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte(svcYAML), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			ratings := filepath.Join(t.TempDir(), "ratings.yaml")
@@ -187,7 +160,7 @@ func TestLoadgenAgainstPilotfish(t *testing.T) {
 	}
 	t.Run("grpc", func(t *testing.T) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte(loadgenMesh), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte(svcYAML), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		addr := startPilotfish(t, dir)
@@ -210,7 +183,7 @@ func TestLoadgenAgainstPilotfish(t *testing.T) {
 // nobody serves) makes the command exit 1 after printing the report.
 func TestLoadgenIncomplete(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte(loadgenMesh), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte(svcYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	addr := startPilotfish(t, dir)
