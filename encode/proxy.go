@@ -44,6 +44,18 @@ type ProxyClass struct {
 	// IPv6 is set for proxies with only IPv6 addresses (wildcard listeners
 	// bind "::").
 	IPv6 bool
+	// Sidecar is the Sidecar resource that scopes the proxy, "NAMESPACE/NAME"
+	// ("" for none): proxies of one namespace under one Sidecar share a
+	// class, and their scope is the Sidecar's egress, not the whole mesh.
+	Sidecar string
+	// Gateways lists the Gateway resources a router's labels select,
+	// "NAMESPACE/NAME" joined by commas in sorted order ("" for none).
+	Gateways string
+	// Labels are the workload's labels (node metadata LABELS), sorted
+	// "k=v" pairs joined by newlines: workload selectors of
+	// AuthorizationPolicy, PeerAuthentication and RequestAuthentication
+	// match them, so proxies that differ in labels differ in class.
+	Labels string
 }
 
 // Hash feeds every field of the class.
@@ -55,6 +67,9 @@ func (p *ProxyClass) hashInto(h *Hasher) {
 	h.Str(p.Network)
 	h.Str(p.Locality)
 	h.Bool(p.IPv6)
+	h.Str(p.Sidecar)
+	h.Str(p.Gateways)
+	h.Str(p.Labels)
 }
 
 // Mesh holds mesh-wide settings (istiod's MeshConfig subset pilotfish

@@ -23,9 +23,14 @@ type pendingChanges struct {
 	// instances (and thus their classes) may have changed.
 	instances bool
 	endpoints map[index.ServiceKey]struct{}
-	first     time.Time
-	last      time.Time
-	events    int
+	// scoped lists what a full change touched when every part of it is
+	// something a scope can rule out (services, VirtualServices,
+	// DestinationRules, ServiceEntries); nil with full set means anything
+	// may have changed (see affects in scope_push.go).
+	scoped *scopedChanges
+	first  time.Time
+	last   time.Time
+	events int
 }
 
 func (a *changeAccumulator) init() { a.wake = make(chan struct{}, 1) }
@@ -40,9 +45,12 @@ func (a *changeAccumulator) add(_ *index.Snapshot, cs *index.ChangeSet) {
 	p.last = now
 	p.events++
 	if !cs.EndpointsOnly() {
+		p.scoped = p.scoped.add(cs, p.full)
 		p.full = true
 	}
-	if len(cs.Services) > 0 || len(cs.Workloads) > 0 {
+	// Sidecars and Gateways select proxies by labels: they change classes.
+	if len(cs.Services) > 0 || len(cs.Workloads) > 0 ||
+		len(cs.Configs[index.ConfigSidecar]) > 0 || len(cs.Configs[index.ConfigGateway]) > 0 {
 		p.instances = true
 	}
 	if len(cs.Endpoints) > 0 {

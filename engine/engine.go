@@ -62,6 +62,9 @@ type Engine struct {
 	// cdsDigests: per service, the endpoint facts its clusters depend on,
 	// as last pushed (see clusterFactsChanged). Run loop only.
 	cdsDigests map[index.ServiceKey]uint64
+
+	flippedOnce sync.Once
+	flipped     *encode.Mesh // mesh with OutboundAllowAny inverted (meshFlipped)
 }
 
 // New returns an engine reading idx. Call Run to start pushing.
@@ -115,7 +118,7 @@ func (e *Engine) Connect(ctx context.Context, n *corev3.Node, peer string) (*Con
 		return nil, err
 	}
 	snap := e.idx.Snapshot()
-	key := classKey{class: node.Class(), instances: instancesKey(snap, computeInstances(snap, node))}
+	key := classKey{class: e.classOf(snap, node), instances: instancesKey(snap, computeInstances(snap, node))}
 	c := &Conn{
 		e:         e,
 		id:        node.ID + "-" + strconv.FormatUint(e.nextID.Add(1), 10),
@@ -180,7 +183,7 @@ func (e *Engine) generate(sc *Scope, typeURL string, names []string, wildcard bo
 	if !ok {
 		return dst, fmt.Errorf("%w: %s", ErrUnknownType, typeURL)
 	}
-	return b(sc, e.mesh, e.cache, names, wildcard, dst)
+	return b(sc, e.meshFor(sc), e.cache, names, wildcard, dst)
 }
 
 // builder is the signature of the per-type generators in build_*.go.
@@ -200,6 +203,9 @@ type class struct {
 	conns map[*Conn]struct{} // guarded by Engine.mu
 	mu    sync.Mutex         // serializes scope rebuilds
 	sc    atomic.Pointer[Scope]
+	// pushed is the scope the class's last full push was decided on (run
+	// loop only; see scopedTargets).
+	pushed atomic.Pointer[Scope]
 
 	memoMu sync.Mutex       // guards memos
 	memos  map[string]*memo // type URL → last response; guarded by memoMu

@@ -31,7 +31,7 @@ func (e *Engine) push(p pendingChanges) {
 
 	if p.full {
 		e.recordClusterFacts(e.idx.Snapshot())
-		e.pushClasses(classes, Push{Full: true, Reason: "config"}, nil)
+		e.pushClasses(e.scopedTargets(classes, p.scoped), Push{Full: true, Reason: "config"}, nil)
 		return
 	}
 	// The endpoint fast path: only EDS, only the changed services' clusters,
@@ -101,7 +101,7 @@ func (e *Engine) reclassify() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for c := range e.conns {
-		key := classKey{class: c.class.key.class, instances: instancesKey(snap, computeInstances(snap, c.node))}
+		key := classKey{class: e.classOf(snap, c.node), instances: instancesKey(snap, computeInstances(snap, c.node))}
 		if key == c.class.key {
 			continue
 		}

@@ -9,9 +9,10 @@ import (
 // to its namespace. It is computed once per (class, snapshot) and shared by
 // every generator's key builder.
 //
-// Sidecar resources (egress hosts) will narrow it further; until then a
-// proxy sees every service exported to its namespace, as istiod does without
-// a Sidecar.
+// A Sidecar resource (the class's Sidecar) narrows it to its egress hosts
+// plus the destinations of the VirtualServices they import (sidecar.go);
+// without one a proxy sees every service exported to its namespace, as
+// istiod does.
 type Scope struct {
 	Snapshot  *index.Snapshot
 	Class     *encode.ProxyClass
@@ -26,6 +27,8 @@ type Scope struct {
 	// side), found by the proxy's IP or workload; empty for routers and for
 	// proxies no service selects. Sorted by port number.
 	Instances []Instance
+	// Egress is the class's Sidecar egress; nil when no Sidecar applies.
+	Egress *egress
 }
 
 // Instance is one service port a proxy backs.
@@ -43,7 +46,8 @@ type Instance struct {
 func NewScope(snap *index.Snapshot, class *encode.ProxyClass) *Scope {
 	ns, _ := snap.Symbols.Lookup(class.Namespace)
 	s := &Scope{Snapshot: snap, Class: class, Namespace: ns, ByHost: map[index.Sym]index.ServiceID{}}
-	snap.Services(func(id index.ServiceID, svc *index.Service) bool {
+	s.Egress = newEgress(snap, class.Sidecar, ns)
+	visit := func(id index.ServiceID, svc *index.Service) bool {
 		if !svc.ExportTo.VisibleTo(svc.Key.Namespace, ns) {
 			return true
 		}
@@ -53,12 +57,14 @@ func NewScope(snap *index.Snapshot, class *encode.ProxyClass) *Scope {
 			return true
 		}
 		// A service in the proxy's own namespace shadows the same host
-		// elsewhere; otherwise the first one (lowest ID) stays.
-		if svc.Key.Namespace == ns && snap.ServiceByID(cur).Key.Namespace != ns {
+		// elsewhere; otherwise the oldest (lowest ID) wins.
+		mine, curMine := svc.Key.Namespace == ns, snap.ServiceByID(cur).Key.Namespace == ns
+		if (mine && !curMine) || (mine == curMine && id < cur) {
 			s.ByHost[svc.Key.Host] = id
 		}
 		return true
-	})
+	}
+	s.Egress.visitServices(snap, ns, visit)
 	s.Services = make([]index.ServiceID, 0, len(s.ByHost))
 	for _, id := range s.ByHost {
 		s.Services = append(s.Services, id)

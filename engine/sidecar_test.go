@@ -1,0 +1,324 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/ingest"
+)
+
+// scopedMesh: services in namespaces a and b; a's default Sidecar imports
+// only its own namespace, and a VirtualService in a routes to b's "three",
+// which the scope then imports too.
+const scopedMesh = `
+apiVersion: v1
+kind: Service
+metadata: {name: one, namespace: a}
+spec:
+  clusterIP: 10.96.0.1
+  ports: [{name: http, port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: two, namespace: b}
+spec:
+  clusterIP: 10.96.0.2
+  ports: [{name: http, port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: three, namespace: b}
+spec:
+  clusterIP: 10.96.0.3
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: one, namespace: a}
+spec:
+  hosts: [one]
+  http:
+  - match: [{uri: {prefix: /three}}]
+    route: [{destination: {host: three.b.svc.cluster.local}}]
+  - route: [{destination: {host: one}}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: a}
+spec:
+  egress:
+  - hosts: ["./*"]
+`
+
+// scopedWriter loads manifests into a writer through ingest, as the file
+// source does; apply adds more.
+type scopedWriter struct {
+	t    testing.TB
+	w    *index.Writer
+	conv *ingest.Converter
+}
+
+func newScopedWriter(t testing.TB, manifests ...string) *scopedWriter {
+	w := index.NewWriter()
+	s := &scopedWriter{t: t, w: w, conv: ingest.NewConverter(w, "cluster.local")}
+	s.apply(manifests...)
+	return s
+}
+
+func (s *scopedWriter) apply(manifests ...string) {
+	s.t.Helper()
+	var b index.Batch
+	for i, m := range manifests {
+		objs, errs := ingest.Decode("m"+string(rune('0'+i))+".yaml", []byte(m))
+		if len(errs) > 0 {
+			s.t.Fatal(errs)
+		}
+		for j := range objs {
+			s.conv.Put(&b, &objs[j])
+		}
+	}
+	s.w.Apply(&b)
+}
+
+func clusterNames(t testing.TB, rs []Resource) []string {
+	var out []string
+	for _, c := range decodeResources(t, rs, newCluster) {
+		out = append(out, c.GetName())
+	}
+	return out
+}
+
+func proxyScope(e *Engine, snap *index.Snapshot, ns string, labels map[string]string) *Scope {
+	node := &Node{ID: "p." + ns, Type: encode.ProxySidecar, Namespace: ns, Labels: labels}
+	class := e.classOf(snap, node)
+	return NewScope(snap, &class)
+}
+
+func TestSidecarEgressLimitsScope(t *testing.T) {
+	sw := newScopedWriter(t, scopedMesh)
+	e := New(sw.w, Options{})
+	snap := sw.w.Snapshot()
+	cases := []struct {
+		name, ns    string
+		labels      map[string]string
+		want, never []string
+	}{
+		{name: "own namespace and VirtualService destinations", ns: "a",
+			want:  []string{"outbound|80||one.a.svc.cluster.local", "outbound|8080||three.b.svc.cluster.local"},
+			never: []string{"outbound|80||two.b.svc.cluster.local"}},
+		{name: "no Sidecar sees the mesh", ns: "b",
+			want: []string{"outbound|80||one.a.svc.cluster.local", "outbound|80||two.b.svc.cluster.local", "outbound|8080||three.b.svc.cluster.local"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := proxyScope(e, snap, tc.ns, tc.labels)
+			rs, err := buildClusters(sc, e.meshFor(sc), verifyingCache(), nil, true, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := clusterNames(t, rs)
+			for _, w := range tc.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("clusters %v lack %s", got, w)
+				}
+			}
+			for _, n := range tc.never {
+				if slices.Contains(got, n) {
+					t.Errorf("clusters %v hold %s, which the Sidecar hides", got, n)
+				}
+			}
+		})
+	}
+}
+
+func TestSidecarSelection(t *testing.T) {
+	sw := newScopedWriter(t, scopedMesh, `
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: ratings, namespace: a}
+spec:
+  workloadSelector: {labels: {app: ratings}}
+  egress:
+  - hosts: ["b/two.b.svc.cluster.local"]
+  outboundTrafficPolicy: {mode: REGISTRY_ONLY}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: istio-system}
+spec:
+  egress:
+  - hosts: ["*/*"]
+  outboundTrafficPolicy: {mode: REGISTRY_ONLY}
+`)
+	e := New(sw.w, Options{})
+	snap := sw.w.Snapshot()
+	for _, tc := range []struct {
+		ns       string
+		labels   map[string]string
+		want     string
+		allowAny bool
+	}{
+		{ns: "a", labels: map[string]string{"app": "ratings"}, want: "a/ratings"},
+		{ns: "a", labels: map[string]string{"app": "other"}, want: "a/default", allowAny: true},
+		{ns: "b", want: "istio-system/default"},
+	} {
+		sc := proxyScope(e, snap, tc.ns, tc.labels)
+		if sc.Class.Sidecar != tc.want {
+			t.Errorf("%s %v: Sidecar %q, want %q", tc.ns, tc.labels, sc.Class.Sidecar, tc.want)
+		}
+		if got := e.meshFor(sc).OutboundAllowAny; got != tc.allowAny {
+			t.Errorf("%s %v: OutboundAllowAny %v, want %v", tc.ns, tc.labels, got, tc.allowAny)
+		}
+	}
+	// REGISTRY_ONLY: the virtual outbound listener drops unknown
+	// destinations instead of passing them through.
+	sc := proxyScope(e, snap, "a", map[string]string{"app": "ratings"})
+	if len(sc.Services) != 1 || snap.String(snap.ServiceByID(sc.Services[0]).Key.Host) != "two.b.svc.cluster.local" {
+		t.Fatalf("ratings scope %v, want only two.b", sc.Services)
+	}
+	rs, err := buildListeners(sc, e.meshFor(sc), verifyCache(), []string{encode.VirtualOutboundListenerName}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := decodeListeners(t, rs)
+	if len(ls) != 1 {
+		t.Fatalf("%d listeners, want virtualOutbound", len(ls))
+	}
+	validate(t, ls[0])
+	js := protojson.Format(ls[0])
+	if !strings.Contains(js, "BlackHoleCluster") || strings.Contains(js, "PassthroughCluster") {
+		t.Errorf("REGISTRY_ONLY virtualOutbound does not route to BlackHoleCluster:\n%s", js)
+	}
+}
+
+// TestChangeOutsideSidecarScopePushesNothing counts pushes: a change in
+// namespace b reaches the proxy in b and not the proxy in a, whose Sidecar
+// imports only a; a change in a reaches both.
+func TestChangeOutsideSidecarScopePushesNothing(t *testing.T) {
+	sw := newScopedWriter(t, scopedMesh)
+	e := New(sw.w, Options{DebounceAfter: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	inA, err := e.Connect(ctx, sidecarNode(t, "10.1.0.1", "p1", "a"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inB, err := e.Connect(ctx, sidecarNode(t, "10.1.0.2", "p2", "b"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inA.class.key.class.Sidecar != "a/default" || inB.class.key.class.Sidecar != "" {
+		t.Fatalf("classes %+v / %+v", inA.class.key.class, inB.class.key.class)
+	}
+	// Prime: the first full push after connecting reaches everyone.
+	sw.apply(`
+apiVersion: v1
+kind: Service
+metadata: {name: prime, namespace: a}
+spec: {clusterIP: 10.96.0.9, ports: [{name: http, port: 80}]}`)
+	for _, c := range []*Conn{inA, inB} {
+		if _, ok := waitPush(t, c, 2*time.Second); !ok {
+			t.Fatalf("%s: no push after priming", c.ID())
+		}
+	}
+
+	counts := map[*Conn]int{}
+	drain := func(d time.Duration) {
+		for _, c := range []*Conn{inA, inB} {
+			for {
+				if _, ok := waitPush(t, c, d); !ok {
+					break
+				}
+				counts[c]++
+			}
+		}
+	}
+	// Outside a's scope: a new service, a changed one, a DestinationRule
+	// and a VirtualService in b.
+	sw.apply(`
+apiVersion: v1
+kind: Service
+metadata: {name: four, namespace: b}
+spec: {clusterIP: 10.96.0.4, ports: [{name: http, port: 80}]}`)
+	drain(300 * time.Millisecond)
+	sw.apply(`
+apiVersion: v1
+kind: Service
+metadata: {name: two, namespace: b}
+spec: {clusterIP: 10.96.0.2, ports: [{name: http, port: 80}, {name: grpc, port: 9090}]}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: two, namespace: b}
+spec: {host: two, trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: two, namespace: b}
+spec:
+  hosts: [two]
+  http: [{route: [{destination: {host: two}}], timeout: 3s}]`)
+	drain(300 * time.Millisecond)
+	if counts[inA] != 0 || counts[inB] == 0 {
+		t.Fatalf("changes in b: %d pushes to the proxy in a (want 0), %d to the proxy in b (want >0)", counts[inA], counts[inB])
+	}
+	// Inside a's scope: three (a VirtualService destination), then a's own.
+	for _, m := range []string{`
+apiVersion: v1
+kind: Service
+metadata: {name: three, namespace: b}
+spec: {clusterIP: 10.96.0.3, ports: [{name: http, port: 8080}, {name: tcp, port: 9000}]}`, `
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: one, namespace: a}
+spec: {host: one, trafficPolicy: {loadBalancer: {simple: RANDOM}}}`} {
+		clear(counts)
+		sw.apply(m)
+		drain(300 * time.Millisecond)
+		if counts[inA] == 0 || counts[inB] == 0 {
+			t.Fatalf("change in scope of both: pushes a=%d b=%d, want both >0\n%s", counts[inA], counts[inB], m)
+		}
+	}
+}
+
+func TestSidecarLabelsReclassify(t *testing.T) {
+	sw := newScopedWriter(t, scopedMesh)
+	e := New(sw.w, Options{DebounceAfter: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	n := sidecarNode(t, "10.1.0.1", "p1", "a")
+	n.Metadata.Fields["LABELS"] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"app": structpb.NewStringValue("ratings")}})
+	c, err := e.Connect(ctx, n, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.class.key.class.Sidecar; got != "a/default" {
+		t.Fatalf("Sidecar %q, want a/default", got)
+	}
+	sw.apply(`
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: ratings, namespace: a}
+spec:
+  workloadSelector: {labels: {app: ratings}}
+  egress: [{hosts: ["*/*"]}]`)
+	if _, ok := waitPush(t, c, 2*time.Second); !ok {
+		t.Fatal("no push after a Sidecar selecting the proxy was added")
+	}
+	e.mu.Lock()
+	got := c.class.key.class.Sidecar
+	e.mu.Unlock()
+	if got != "a/ratings" {
+		t.Fatalf("after the new Sidecar: class Sidecar %q, want a/ratings", got)
+	}
+}
