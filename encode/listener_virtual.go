@@ -83,12 +83,16 @@ type InboundInstance struct {
 	// Port is the service port; TargetPort the workload's.
 	Port       index.Port
 	TargetPort uint32
+	// MTLS is PeerAuthentication's mode for the workload on TargetPort
+	// (ServiceMTLSUnknown reads as PERMISSIVE, istiod's default).
+	MTLS ServiceMTLS
 }
 
 // VirtualInboundKey is every input of the virtualInbound listener (15006):
 // the proxy's own service ports (the first per target port wins, as in
-// istiod) and the mesh's trust domain. Inbound security is PERMISSIVE, as
-// istiod's default: every port accepts Istio mTLS and plaintext.
+// istiod), the mesh's trust domain, and the workload's security policy:
+// PeerAuthentication modes (per port on the instances, workload-wide for
+// the passthrough chains), AuthorizationPolicies and RequestAuthentications.
 type VirtualInboundKey struct {
 	Syms                     *index.Symbols // resolver; not hashed
 	TrustDomain              string
@@ -96,6 +100,13 @@ type VirtualInboundKey struct {
 	ProtocolDetectionTimeout time.Duration
 	// Instances are sorted by target port.
 	Instances []InboundInstance
+	// MTLS is the workload-wide mode, for ports no service declares.
+	MTLS ServiceMTLS
+	// Authz are the AuthorizationPolicies selecting the workload.
+	Authz AuthzPolicies
+	// RequestAuthn are the RequestAuthentications selecting the workload,
+	// root namespace first.
+	RequestAuthn []*index.Config
 }
 
 // Hash feeds every field but Syms.
@@ -113,7 +124,11 @@ func (k *VirtualInboundKey) Hash() uint64 {
 		h.U32(in.Port.TargetPort)
 		h.U32(uint32(in.Port.Protocol))
 		h.U32(in.TargetPort)
+		h.U32(uint32(in.MTLS))
 	}
+	h.U32(uint32(k.MTLS))
+	k.Authz.hashInto(&h)
+	hashCfgRows(&h, k.RequestAuthn)
 	return h.Sum()
 }
 
@@ -158,19 +173,20 @@ func VirtualInboundListener(k *VirtualInboundKey) (string, proto.Message) {
 		FilterChainMatch: &listener.FilterChainMatch{DestinationPort: wrapperspb.UInt32(virtualInboundPort)},
 		Filters:          []*listener.Filter{nfMxTCP, lsTCPProxy(blackholeCluster, blackholeCluster)},
 	}}
+	sec := k.security()
 	// Passthrough chains, for ports no service declares.
-	for _, o := range inboundPermissiveAuto {
+	for _, o := range inboundOpts(lsAuto, k.MTLS) {
 		fc := &listener.FilterChain{FilterChainMatch: &listener.FilterChainMatch{ApplicationProtocols: o.alpn, TransportProtocol: o.transport}}
 		if o.http {
 			fc.Name = "virtualInbound-catchall-http"
-			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(lsHCM(hcmOpts{
+			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(sec.withHTTP(lsHCM(hcmOpts{
 				statPrefix:  inboundPassthroughCluster + ";",
 				inbound:     true,
 				routeConfig: inboundRouteConfig(inboundPassthroughCluster, 0, "", 0, index.ProtocolUnknown),
-			}))}
+			})))}
 		} else {
 			fc.Name = VirtualInboundListenerName
-			fc.Filters = []*listener.Filter{nfMxTCP, lsTCPProxy(inboundPassthroughCluster, inboundPassthroughCluster)}
+			fc.Filters = sec.tcp(lsTCPProxy(inboundPassthroughCluster, inboundPassthroughCluster))
 		}
 		if o.tls {
 			fc.TransportSocket = k.mtls(o.http)
@@ -185,7 +201,7 @@ func VirtualInboundListener(k *VirtualInboundKey) (string, proto.Message) {
 			continue
 		}
 		seen = append(seen, in.TargetPort)
-		chains = append(chains, k.instanceChains(wildcard, in)...)
+		chains = append(chains, k.instanceChains(wildcard, in, sec)...)
 	}
 	l := &listener.Listener{
 		Name:                                 VirtualInboundListenerName,
@@ -208,14 +224,8 @@ func (k *VirtualInboundKey) mtls(http bool) *core.TransportSocket {
 }
 
 // instanceChains builds the chains of one served port.
-func (k *VirtualInboundKey) instanceChains(wildcard string, in *InboundInstance) []*listener.FilterChain {
-	opts := inboundPermissiveTCP
-	switch lsClassOf(in.Port.Protocol) {
-	case lsHTTP:
-		opts = inboundPermissiveHTTP
-	case lsAuto:
-		opts = inboundPermissiveAuto
-	}
+func (k *VirtualInboundKey) instanceChains(wildcard string, in *InboundInstance, sec *inboundSecurity) []*listener.FilterChain {
+	opts := inboundOpts(lsClassOf(in.Port.Protocol), in.MTLS)
 	tport := strconv.FormatUint(uint64(in.TargetPort), 10)
 	name := wildcard + "_" + tport
 	cluster := "inbound|" + tport + "||"
@@ -231,14 +241,14 @@ func (k *VirtualInboundKey) instanceChains(wildcard string, in *InboundInstance)
 			},
 		}
 		if o.http {
-			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(lsHCM(hcmOpts{
+			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(sec.withHTTP(lsHCM(hcmOpts{
 				statPrefix:  "inbound_" + name + ";",
 				inbound:     true,
 				protocol:    in.Port.Protocol,
 				routeConfig: inboundRouteConfig(cluster, in.Port.Number, host, in.Port.Number, in.Port.Protocol),
-			}))}
+			})))}
 		} else {
-			fc.Filters = []*listener.Filter{nfMxTCP, lsTCPProxy(cluster, cluster)}
+			fc.Filters = sec.tcp(lsTCPProxy(cluster, cluster))
 		}
 		if o.tls {
 			fc.TransportSocket = k.mtls(o.http)

@@ -70,12 +70,16 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		}
 	}
 	if b.wanted(encode.VirtualInboundListenerName) {
+		sec := securityOf(sc, mesh)
 		k := &encode.VirtualInboundKey{
 			Syms:                     sc.Snapshot.Symbols,
 			TrustDomain:              mesh.TrustDomain,
 			IPv6:                     sc.Class.IPv6,
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
-			Instances:                inboundInstances(sc),
+			Instances:                inboundInstances(sc, sec),
+			MTLS:                     sec.mtls,
+			Authz:                    sec.authz,
+			RequestAuthn:             sec.ra,
 		}
 		if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.VirtualInboundListener); err != nil {
 			return dst, err
@@ -94,13 +98,13 @@ func appendResource[K encode.Key](dst []Resource, cache *encode.Cache, kind enco
 }
 
 // inboundInstances are the proxy's service ports, by target port.
-func inboundInstances(sc *Scope) []encode.InboundInstance {
+func inboundInstances(sc *Scope, sec *workloadSecurity) []encode.InboundInstance {
 	if len(sc.Instances) == 0 {
 		return nil
 	}
 	out := make([]encode.InboundInstance, 0, len(sc.Instances))
 	for _, in := range sc.Instances {
-		out = append(out, encode.InboundInstance{Service: in.Service, Port: in.Port, TargetPort: in.TargetPort})
+		out = append(out, encode.InboundInstance{Service: in.Service, Port: in.Port, TargetPort: in.TargetPort, MTLS: sec.portMTLS(in.TargetPort)})
 	}
 	slices.SortStableFunc(out, func(a, b encode.InboundInstance) int { return cmp.Compare(a.TargetPort, b.TargetPort) })
 	return out

@@ -114,6 +114,7 @@ func (n *Node) Class() encode.ProxyClass {
 		ClusterID:    n.ClusterID,
 		Network:      n.Network,
 		Locality:     n.Locality,
+		Labels:       encodeLabels(n.Labels),
 	}
 	c.IPv6 = true
 	for _, ip := range n.IPs {
