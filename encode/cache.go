@@ -59,6 +59,28 @@ type Cache struct {
 	epoch  atomic.Uint64
 	verify bool
 	stats  [numKinds]kindStats
+	// rec, when set, sees every key used (see Recording).
+	rec Recorder
+}
+
+// Recorder receives each key a build looks up: the kind, the name of the
+// resource or part it made, and the key itself.
+type Recorder func(kind Kind, name string, key Key)
+
+// Recording returns a cache sharing c's entries that reports every key
+// looked up through it to rec. It keeps its own hit and miss counts, so
+// debug builds (/debug/keyz) do not show in c's statistics.
+func (c *Cache) Recording(rec Recorder) *Cache {
+	r := &Cache{m: c.m, verify: c.verify, rec: rec}
+	r.epoch.Store(c.epoch.Load())
+	return r
+}
+
+// record reports k to the recorder, if any.
+func record[K Key](c *Cache, kind Kind, e *Entry, k K) {
+	if c.rec != nil && e != nil {
+		c.rec(kind, e.Name, k)
+	}
 }
 
 type kindStats struct {
@@ -86,11 +108,13 @@ type Key interface {
 // marshaling it with gen on a miss. gen returns the resource's name and
 // message; it must be a pure function of k.
 func Resource[K Key](c *Cache, kind Kind, typeURL string, k K, gen func(K) (string, proto.Message)) (*Entry, error) {
-	return c.get(kind, k.Hash(), func() (string, []byte, error) {
+	e, err := c.get(kind, k.Hash(), func() (string, []byte, error) {
 		name, msg := gen(k)
 		b, err := AppendAny(nil, typeURL, msg)
 		return name, b, err
 	}, func(b []byte) proto.Message { return anyPayload(b, gen, k) })
+	record(c, kind, e, k)
+	return e, err
 }
 
 // ResourceAppend is Resource for generators that encode their resource
@@ -114,7 +138,9 @@ func ResourceAppend[K Key](c *Cache, kind Kind, typeURL string, k K, app func(ds
 		}
 		return name, dst, nil
 	}
-	return c.get(kind, k.Hash(), build, func(b []byte) proto.Message { return anyPayload(b, ref, k) })
+	e, err := c.get(kind, k.Hash(), build, func(b []byte) proto.Message { return anyPayload(b, ref, k) })
+	record(c, kind, e, k)
+	return e, err
 }
 
 // Part returns the cached bare encoding of a message that containers embed
@@ -122,11 +148,13 @@ func ResourceAppend[K Key](c *Cache, kind Kind, typeURL string, k K, app func(ds
 // in a Listener): protobuf encodes a repeated field as the concatenation of
 // its elements, so a container is assembled from cached parts.
 func Part[K Key](c *Cache, kind Kind, k K, gen func(K) (string, proto.Message)) (*Entry, error) {
-	return c.get(kind, k.Hash(), func() (string, []byte, error) {
+	e, err := c.get(kind, k.Hash(), func() (string, []byte, error) {
 		name, msg := gen(k)
 		b, err := marshalBare(msg)
 		return name, b, err
 	}, func(b []byte) proto.Message { return barePayload(b, gen, k) })
+	record(c, kind, e, k)
+	return e, err
 }
 
 func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), decode func([]byte) proto.Message) (*Entry, error) {

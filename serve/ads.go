@@ -4,6 +4,7 @@ import (
 	"github.com/puzpuzpuz/xsync/v4"
 	"io"
 	"log/slog"
+	"time"
 
 	"google.golang.org/grpc"
 )
@@ -23,6 +24,10 @@ type XDSOptions struct {
 	// response (istiod sends its pod name and version there) so proxies'
 	// config dumps show which replica configured them.
 	ControlPlaneID string
+	// Debug answers istiod's debug type URLs (istio.io/debug/syncz,
+	// istio.io/debug/config_dump) on SotW streams. Nil leaves them
+	// unanswered.
+	Debug DebugSource
 }
 
 // XDSMetrics receives the server's measurements. Methods are called from
@@ -38,6 +43,14 @@ type XDSMetrics interface {
 	Pushed(typeURL string, bytes int)
 	// Rejected counts one NACK of typeURL (pilot_total_xds_rejects).
 	Rejected(typeURL string)
+	// PushTime is how long one push to one stream took for typeURL, from
+	// generating its resources to handing the response to gRPC
+	// (pilot_xds_push_time).
+	PushTime(typeURL string, d time.Duration)
+	// PushError counts a push to a stream that failed: reason is a short
+	// label, e.g. "send_error", "timeout", "panic", "generate"
+	// (pilot_xds_push_errors).
+	PushError(typeURL, reason string)
 }
 
 // NopXDSMetrics is an XDSMetrics that records nothing.
@@ -47,6 +60,9 @@ func (NopXDSMetrics) Connected(bool)     {}
 func (NopXDSMetrics) Disconnected(bool)  {}
 func (NopXDSMetrics) Pushed(string, int) {}
 func (NopXDSMetrics) Rejected(string)    {}
+
+func (NopXDSMetrics) PushTime(string, time.Duration) {}
+func (NopXDSMetrics) PushError(string, string)       {}
 
 // XDSServer serves the Aggregated Discovery Service, State of the World and
 // Delta, from a Backend. Responses are assembled from the resources' cached
@@ -63,6 +79,8 @@ type XDSServer struct {
 	controlPlane []byte // encoded ControlPlane, shared by every response
 	// bodies: SotW response bodies shared by streams (see sharedBody).
 	bodies *xsync.Map[bodyKey, []byte]
+	conns  registry    // live streams, for debug (connections.go)
+	debug  DebugSource // istio.io/debug types (debug_types.go); nil answers none
 }
 
 // NewXDSServer returns a server answering from backend. Register it on a
@@ -74,6 +92,7 @@ func NewXDSServer(backend Backend, opts XDSOptions) *XDSServer {
 		metrics:      opts.Metrics,
 		controlPlane: encodeControlPlane(opts.ControlPlaneID),
 		bodies:       newBodies(),
+		debug:        opts.Debug,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))

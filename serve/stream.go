@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/pprof"
 	"sync"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
@@ -138,6 +139,8 @@ type conn struct {
 
 	scratch []engine.Resource // Generate's destination; pooled between responses (see releaseScratch)
 	msg     rawMessage        // reused: SendMsg consumes it synchronously
+	status  *connStatus       // the stream's entry in the debug registry (connections.go)
+	genAt   time.Time         // when the response being assembled started generating (pilot_xds_push_time)
 }
 
 // open validates the first request's node and connects the proxy.
@@ -169,12 +172,14 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 		log:   s.log.With("proxy", sess.ID(), "delta", delta),
 		delta: delta,
 	}
+	s.track(c, node, addr)
 	s.metrics.Connected(delta)
 	c.log.Debug("xds stream connected", "peer", addr)
 	return c, nil
 }
 
 func (c *conn) close() {
+	c.srv.untrack(c)
 	c.sess.Close()
 	c.srv.metrics.Disconnected(c.delta)
 	c.log.Debug("xds stream closed")
@@ -196,6 +201,7 @@ func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []en
 			c.scratch = *p
 		}
 	}
+	c.genAt = time.Now()
 	res, err = c.sess.Generate(typeURL, names, wildcard, c.scratch[:0])
 	c.scratch = res[:0]
 	switch {
@@ -203,6 +209,7 @@ func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []en
 		c.log.Debug("xds request for a type the engine does not serve", "type", typeURL)
 		return nil, false, nil
 	case err != nil:
+		c.srv.metrics.PushError(typeURL, "generate")
 		c.log.Error("xds generate failed", "type", typeURL, "err", err)
 		return nil, false, status.Errorf(codes.Internal, "generate %s: %v", typeURL, err)
 	}
@@ -215,8 +222,10 @@ func (c *conn) send(typeURL string, version uint64, buf *[]byte) error {
 	n := len(*buf)
 	c.msg = rawMessage{buf: buf, pool: bufPool}
 	if err := c.ss.SendMsg(&c.msg); err != nil {
+		c.srv.metrics.PushError(typeURL, "send_error")
 		return err // the stream is gone; its status is already decided
 	}
+	c.pushTime(typeURL)
 	c.srv.metrics.Pushed(typeURL, n)
 	c.sess.Sent(typeURL, versionString(version))
 	return nil
@@ -227,11 +236,22 @@ func (c *conn) sendShared(typeURL string, version uint64, body []byte, tail *[]b
 	n := len(body) + len(*tail)
 	c.msg = rawMessage{buf: tail, pool: bufPool, shared: body}
 	if err := c.ss.SendMsg(&c.msg); err != nil {
+		c.srv.metrics.PushError(typeURL, "send_error")
 		return err
 	}
+	c.pushTime(typeURL)
 	c.srv.metrics.Pushed(typeURL, n)
 	c.sess.Sent(typeURL, versionString(version))
 	return nil
+}
+
+// pushTime reports the time since the response just sent started
+// generating.
+func (c *conn) pushTime(typeURL string) {
+	if !c.genAt.IsZero() {
+		c.srv.metrics.PushTime(typeURL, time.Since(c.genAt))
+		c.genAt = time.Time{}
+	}
 }
 
 // versionString formats a digest as the version_info sent on the wire.

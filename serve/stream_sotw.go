@@ -59,6 +59,9 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 		s.log.Debug("xds request without type_url ignored")
 		return nil
 	}
+	if isDebugType(typeURL) {
+		return s.debugRequest(req) // debug_types.go
+	}
 	t := s.state(typeURL)
 	if t.sent && req.GetResponseNonce() != "" {
 		if !nonceIs(req.GetResponseNonce(), t.nonce) {
