@@ -49,6 +49,8 @@ type routeCtx struct {
 	k    *VirtualHostKey
 	vs   *networking.VirtualService
 	meta *core.Metadata
+	// gw is set when translating for a gateway (gateway_route.go).
+	gw *gwRoute
 }
 
 // virtualServiceRoutes is istiod's BuildHTTPRoutesForVirtualService for a
@@ -93,6 +95,9 @@ func (rc *routeCtx) virtualServiceRoutes() []*route.Route {
 func (rc *routeCtx) sourceMatches(m *networking.HTTPMatchRequest) bool {
 	if m == nil {
 		return true
+	}
+	if rc.gw != nil {
+		return rc.gw.matches(m, rc.vsNamespace(), rc.k.Namespace)
 	}
 	if len(m.GetGateways()) > 0 {
 		for _, g := range m.GetGateways() {
@@ -276,6 +281,8 @@ func (rc *routeCtx) destinationCluster(d *networking.Destination) string {
 	port := rc.k.Port
 	if d.GetPort() != nil {
 		port = d.GetPort().GetNumber()
+	} else if p, ok := rc.gw.onlyPort(host); ok {
+		port = p
 	}
 	return outboundClusterName(port, d.GetSubset(), host)
 }

@@ -33,7 +33,9 @@ func buildRoutes(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []stri
 	defer b.release()
 	b.sc, b.mesh, b.cache = sc, mesh, cache
 	b.view = routeViewOf(sc, mesh)
-	if wildcard {
+	if wildcard && sc.Class.Type == encode.ProxyRouter {
+		names = gatewayRouteNames(sc)
+	} else if wildcard {
 		names = b.allRouteNames()
 	}
 	var err error
@@ -80,6 +82,9 @@ func (b *rdsBuilder) build(name string, dst []Resource) ([]Resource, error) {
 	}
 	if b.sc.Class.Type == encode.ProxyGRPC {
 		return b.buildGRPC(name, dst)
+	}
+	if b.sc.Class.Type == encode.ProxyRouter {
+		return b.buildGatewayRoute(name, dst)
 	}
 	if port, ok := parsePort(name); ok {
 		return b.buildPort(name, port, "", dst)

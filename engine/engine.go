@@ -179,6 +179,9 @@ func (e *Engine) NumClasses() int {
 
 // generate dispatches to the generator of typeURL.
 func (e *Engine) generate(sc *Scope, typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+	if typeURL == TypeListener && sc.Class.Type == encode.ProxyRouter {
+		return buildGatewayListeners(sc, e.meshFor(sc), e.cache, names, wildcard, dst)
+	}
 	b, ok := builders[typeURL]
 	if !ok {
 		return dst, fmt.Errorf("%w: %s", ErrUnknownType, typeURL)

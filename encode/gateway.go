@@ -1,0 +1,172 @@
+package encode
+
+import (
+	"strconv"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// GatewayServer is one server of a router's merged gateways: a server of a
+// Gateway row (by position, so the row's content hash covers it), the RDS
+// route name istiod gives it, and for TCP and TLS passthrough servers the
+// VirtualServices bound to its Gateway, whose tcp and tls routes become its
+// filter chains.
+type GatewayServer struct {
+	Gateway *index.Config
+	Index   int
+	// RouteName is "http.PORT" for plain HTTP servers and
+	// "https.PORT.PORTNAME.GATEWAY.NAMESPACE" for HTTPS servers that
+	// terminate TLS; "" for TCP, TLS and passthrough servers.
+	RouteName string
+	// VirtualServices bound to the Gateway (TCP and TLS servers only), in
+	// precedence order.
+	VirtualServices []*index.Config
+	// Services are the services an AUTO_PASSTHROUGH server forwards to by
+	// SNI (outbound_.PORT_._.HOST), sorted by hostname.
+	Services []*index.Service
+}
+
+// Server returns the server's spec.
+func (s *GatewayServer) Server() *networking.Server {
+	gw, _ := s.Gateway.Spec.(*networking.Gateway)
+	if gw == nil || s.Index >= len(gw.Servers) {
+		return nil
+	}
+	return gw.Servers[s.Index]
+}
+
+// GatewayName is istiod's name for the server's Gateway, "NAMESPACE/NAME".
+func GatewayName(syms *index.Symbols, gw *index.Config) string {
+	return syms.String(gw.Key.Namespace) + "/" + syms.String(gw.Key.Name)
+}
+
+// GatewayRouteName is istiod's gatewayRDSRouteName for a server on port:
+// "http.PORT" for HTTP, "https.PORT.PORTNAME.GATEWAY.NAMESPACE" for HTTPS
+// that terminates TLS, "" otherwise.
+func GatewayRouteName(syms *index.Symbols, gw *index.Config, srv *networking.Server) string {
+	p := GatewayProtocol(srv)
+	bind := ""
+	if srv.GetBind() != "" {
+		bind = "." + srv.GetBind()
+	}
+	port := strconv.FormatUint(uint64(srv.GetPort().GetNumber()), 10)
+	if p.IsHTTP() {
+		return "http." + port + bind
+	}
+	if p == index.ProtocolHTTPS && !IsPassthrough(srv) {
+		return "https." + port + "." + srv.GetPort().GetName() + "." + syms.String(gw.Key.Name) + "." + syms.String(gw.Key.Namespace) + bind
+	}
+	return ""
+}
+
+// IsPassthrough reports whether a server passes TLS through (PASSTHROUGH or
+// AUTO_PASSTHROUGH) instead of terminating it.
+func IsPassthrough(srv *networking.Server) bool {
+	m := srv.GetTls().GetMode()
+	return srv.GetTls() != nil && (m == networking.ServerTLSSettings_PASSTHROUGH || m == networking.ServerTLSSettings_AUTO_PASSTHROUGH)
+}
+
+// GatewayHost is a Gateway server host split into its namespace part
+// ("*" when none is written, "." for the Gateway's own namespace) and name.
+func GatewayHost(h string) (ns, name string) {
+	if ns, name, ok := strings.Cut(h, "/"); ok {
+		return ns, name
+	}
+	return "*", h
+}
+
+// HostsForNamespace is istiod's host.NamesForNamespace: the server hosts
+// that apply to config in namespace ns (a Gateway in gwNS).
+func HostsForNamespace(hosts []string, ns, gwNS string) []string {
+	var out []string
+	for _, h := range hosts {
+		hn, name := GatewayHost(h)
+		if hn == "*" || hn == ns || (hn == "." && ns == gwNS) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// HostMatches is istiod's host.Name.Matches: wildcard-aware overlap.
+func HostMatches(a, b string) bool {
+	aw, bw := strings.HasPrefix(a, "*"), strings.HasPrefix(b, "*")
+	switch {
+	case aw && bw:
+		if len(a) < len(b) {
+			return strings.HasSuffix(b[1:], a[1:])
+		}
+		return strings.HasSuffix(a[1:], b[1:])
+	case aw:
+		return strings.HasSuffix(b, a[1:])
+	case bw:
+		return strings.HasSuffix(a, b[1:])
+	}
+	return a == b
+}
+
+// subsetOf is istiod's host.Name.SubsetOf: every name a matches, b matches.
+func subsetOf(a, b string) bool {
+	if strings.HasPrefix(b, "*") {
+		if strings.HasPrefix(a, "*") {
+			return strings.HasSuffix(a[1:], b[1:])
+		}
+		return strings.HasSuffix(a, b[1:])
+	}
+	return a == b
+}
+
+// IntersectHosts is istiod's Names.Intersection: for each matching pair the
+// more specific name, each once, in server-host order.
+func IntersectHosts(server, vs []string) []string {
+	var out []string
+	add := func(h string) {
+		for _, o := range out {
+			if o == h {
+				return
+			}
+		}
+		out = append(out, h)
+	}
+	for _, a := range server {
+		for _, b := range vs {
+			switch {
+			case subsetOf(a, b):
+				add(a)
+			case subsetOf(b, a):
+				add(b)
+			}
+		}
+	}
+	return out
+}
+
+// GatewayProtocol is istiod's protocol.Parse of a server port's protocol
+// (case-insensitive; unknown names are TCP for a gateway, which never
+// sniffs).
+func GatewayProtocol(srv *networking.Server) index.Protocol {
+	switch strings.ToUpper(srv.GetPort().GetProtocol()) {
+	case "HTTP":
+		return index.ProtocolHTTP
+	case "HTTP2":
+		return index.ProtocolHTTP2
+	case "GRPC":
+		return index.ProtocolGRPC
+	case "GRPC-WEB":
+		return index.ProtocolGRPCWeb
+	case "HTTPS":
+		return index.ProtocolHTTPS
+	case "TLS":
+		return index.ProtocolTLS
+	case "MONGO":
+		return index.ProtocolMongo
+	case "REDIS":
+		return index.ProtocolRedis
+	case "MYSQL":
+		return index.ProtocolMySQL
+	}
+	return index.ProtocolTCP
+}

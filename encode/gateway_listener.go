@@ -1,0 +1,390 @@
+package encode
+
+import (
+	"strconv"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcher "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// GatewayListenerKey is every input of a router's listener on one port:
+// the merged servers of the Gateways that select it on that port.
+type GatewayListenerKey struct {
+	// Syms resolves the rows' symbols; not hashed.
+	Syms *index.Symbols
+	// Namespace is the router's namespace (sourceNamespace matches).
+	Namespace    string
+	DomainSuffix string
+	Port         uint32
+	// IPv6 binds "::" instead of "0.0.0.0".
+	IPv6    bool
+	Servers []GatewayServer
+}
+
+// Hash feeds every field but Syms.
+func (k *GatewayListenerKey) Hash() uint64 {
+	h := NewHasher("GatewayListenerKey")
+	h.Str(k.Namespace)
+	h.Str(k.DomainSuffix)
+	h.U32(k.Port)
+	h.Bool(k.IPv6)
+	h.Int(len(k.Servers))
+	for i := range k.Servers {
+		s := &k.Servers[i]
+		hashCfgRow(&h, s.Gateway)
+		h.Int(s.Index)
+		h.Str(s.RouteName)
+		hashCfgRows(&h, s.VirtualServices)
+		hashSvcRows(&h, s.Services)
+	}
+	return h.Sum()
+}
+
+func (k *GatewayListenerKey) bind() string {
+	if k.IPv6 {
+		return "::"
+	}
+	return "0.0.0.0"
+}
+
+// Name is istiod's gateway listener name, "0.0.0.0_PORT".
+func (k *GatewayListenerKey) Name() string {
+	return k.bind() + "_" + strconv.FormatUint(uint64(k.Port), 10)
+}
+
+// ALPN values istiod sets on gateway TLS servers and on AUTO_PASSTHROUGH
+// chains (every Istio mTLS ALPN).
+var (
+	gwALPNHTTP      = []string{"h2", "http/1.1"}
+	gwALPNIstioMTLS = []string{"istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1", "istio-h2"}
+)
+
+// GatewayListener generates a router's listener for one port (istiod's
+// buildGatewayListeners): one HTTP filter chain for plain HTTP servers,
+// one TLS-terminating chain per HTTPS server matched by SNI, TCP proxies for
+// TCP servers and for the tls routes of PASSTHROUGH servers, and one chain
+// per service port for AUTO_PASSTHROUGH.
+func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
+	name := k.Name()
+	l := &listener.Listener{
+		Name:             name,
+		Address:          lsAddress(k.bind(), k.Port),
+		TrafficDirection: core.TrafficDirection_OUTBOUND,
+	}
+	httpDone := false
+	needTLSInspector := false
+	for i := range k.Servers {
+		s := &k.Servers[i]
+		srv := s.Server()
+		if srv == nil {
+			continue
+		}
+		p := GatewayProtocol(srv)
+		switch {
+		case p.IsHTTP():
+			if httpDone {
+				continue // all plain HTTP servers of a port share http.PORT
+			}
+			httpDone = true
+			l.FilterChains = append(l.FilterChains, &listener.FilterChain{
+				Filters: []*listener.Filter{lsHCMFilter(k.gatewayHCM("outbound_"+name, s.RouteName))},
+			})
+		case p == index.ProtocolHTTPS && !IsPassthrough(srv):
+			needTLSInspector = true
+			statPrefix := srv.GetName()
+			if statPrefix == "" {
+				statPrefix = "outbound_" + name
+			}
+			l.FilterChains = append(l.FilterChains, &listener.FilterChain{
+				FilterChainMatch: sniMatch(HostsForNamespace(srv.GetHosts(), "*", "")),
+				TransportSocket:  gatewayTLS(srv.GetTls(), gwALPNHTTP),
+				Filters:          []*listener.Filter{lsHCMFilter(k.gatewayHCM(statPrefix, s.RouteName))},
+			})
+		case srv.GetTls().GetMode() == networking.ServerTLSSettings_AUTO_PASSTHROUGH:
+			needTLSInspector = true
+			l.FilterChains = append(l.FilterChains, k.autoPassthroughChains(s)...)
+		case IsPassthrough(srv):
+			needTLSInspector = true
+			l.FilterChains = append(l.FilterChains, k.passthroughChains(s, srv)...)
+		default: // TCP, or TLS terminated then forwarded as TCP
+			f := k.tcpRouteFilter(s, srv)
+			if f == nil {
+				continue
+			}
+			fc := &listener.FilterChain{Filters: []*listener.Filter{f}}
+			if srv.GetTls() != nil {
+				needTLSInspector = true
+				fc.FilterChainMatch = sniMatch(HostsForNamespace(srv.GetHosts(), "*", ""))
+				fc.TransportSocket = gatewayTLS(srv.GetTls(), gwALPNHTTP)
+			}
+			l.FilterChains = append(l.FilterChains, fc)
+		}
+	}
+	if len(l.FilterChains) == 0 {
+		return "", l // nothing to serve on this port: no listener
+	}
+	if needTLSInspector {
+		l.ListenerFilters = []*listener.ListenerFilter{lfTLSInspector}
+	}
+	return name, l
+}
+
+// sniMatch matches the server's hosts by SNI; "*" matches anything (no
+// server_names).
+func sniMatch(hosts []string) *listener.FilterChainMatch {
+	var names []string
+	for _, h := range hosts {
+		if h == "*" {
+			return nil
+		}
+		names = append(names, h)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return &listener.FilterChainMatch{ServerNames: names}
+}
+
+// gatewayHCM is istiod's buildGatewayConnectionManager: the client's
+// address is trusted (use_remote_address), client certificate details are
+// sanitized and set, routes come from RDS.
+func (k *GatewayListenerKey) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
+	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds})
+	h.HttpFilters = []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
+	h.UseRemoteAddress = wrapperspb.Bool(true)
+	h.ServerName = "istio-envoy"
+	h.ForwardClientCertDetails = hcm.HttpConnectionManager_SANITIZE_SET
+	h.SetCurrentClientCertDetails = &hcm.HttpConnectionManager_SetCurrentClientCertDetails{
+		Subject: wrapperspb.Bool(true), Cert: true, Dns: true, Uri: true,
+	}
+	h.HttpProtocolOptions = &core.Http1ProtocolOptions{}
+	h.Proxy_100Continue = false
+	return h
+}
+
+// adsSDS is a credentialName secret served by the control plane over ADS.
+func adsSDS(name string) *tlsv3.SdsSecretConfig {
+	return &tlsv3.SdsSecretConfig{Name: name, SdsConfig: lsADS}
+}
+
+// gatewayTLS is istiod's BuildListenerTLSContext for a gateway server:
+// ISTIO_MUTUAL uses the workload certificate and mesh root from
+// istio-agent; SIMPLE and MUTUAL use the credentialName secret from the
+// control plane ("kubernetes://NAME", and "kubernetes://NAME-cacert" to
+// validate clients), or the files the server names.
+func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportSocket {
+	mode := t.GetMode()
+	ctx := &tlsv3.DownstreamTlsContext{
+		CommonTlsContext:         &tlsv3.CommonTlsContext{AlpnProtocols: alpn},
+		RequireClientCertificate: wrapperspb.Bool(mode == networking.ServerTLSSettings_MUTUAL || mode == networking.ServerTLSSettings_ISTIO_MUTUAL),
+	}
+	validate := mode == networking.ServerTLSSettings_MUTUAL || mode == networking.ServerTLSSettings_ISTIO_MUTUAL ||
+		mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL
+	def := &tlsv3.CertificateValidationContext{}
+	for _, san := range t.GetSubjectAltNames() {
+		def.MatchSubjectAltNames = append(def.MatchSubjectAltNames, &matcher.StringMatcher{MatchPattern: &matcher.StringMatcher_Exact{Exact: san}})
+	}
+	cc := ctx.CommonTlsContext
+	switch {
+	case mode == networking.ServerTLSSettings_ISTIO_MUTUAL:
+		cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{lsSDS("default")}
+		cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:         def,
+				ValidationContextSdsSecretConfig: lsSDS("ROOTCA"),
+			},
+		}
+	case t.GetCredentialName() != "" || len(t.GetCredentialNames()) > 0:
+		names := t.GetCredentialNames()
+		if len(names) == 0 {
+			names = []string{t.GetCredentialName()}
+		}
+		for _, n := range names {
+			cc.TlsCertificateSdsSecretConfigs = append(cc.TlsCertificateSdsSecretConfigs, adsSDS(gwCredentialPrefix+n))
+		}
+		if validate {
+			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+					DefaultValidationContext:         def,
+					ValidationContextSdsSecretConfig: adsSDS(gwCredentialPrefix + names[0] + clCredentialCA),
+				},
+			}
+		}
+	default:
+		// File-mounted certificates (serverCertificate, privateKey,
+		// caCertificates), as istio-agent's file SDS names them.
+		if t.GetServerCertificate() != "" {
+			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{
+				lsSDS("file-cert:" + t.GetServerCertificate() + "~" + t.GetPrivateKey()),
+			}
+		}
+		if validate && t.GetCaCertificates() != "" {
+			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+					DefaultValidationContext:         def,
+					ValidationContextSdsSecretConfig: lsSDS("file-root:" + t.GetCaCertificates()),
+				},
+			}
+		}
+	}
+	if mode == networking.ServerTLSSettings_SIMPLE || mode == networking.ServerTLSSettings_MUTUAL {
+		if t.GetMinProtocolVersion() != networking.ServerTLSSettings_TLS_AUTO || t.GetMaxProtocolVersion() != networking.ServerTLSSettings_TLS_AUTO ||
+			len(t.GetCipherSuites()) > 0 {
+			cc.TlsParams = &tlsv3.TlsParameters{
+				TlsMinimumProtocolVersion: tlsv3.TlsParameters_TlsProtocol(t.GetMinProtocolVersion()),
+				TlsMaximumProtocolVersion: tlsv3.TlsParameters_TlsProtocol(t.GetMaxProtocolVersion()),
+				CipherSuites:              t.GetCipherSuites(),
+			}
+		}
+	}
+	return &core.TransportSocket{
+		Name:       "envoy.transport_sockets.tls",
+		ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: rtAny(ctx)},
+	}
+}
+
+// gwMatchesGateway reports whether a route match's gateways (if any) name
+// the server's Gateway; short names are relative to the VirtualService.
+func gwMatchesGateway(gateways []string, gwName, vsNS string) bool {
+	if len(gateways) == 0 {
+		return true
+	}
+	for _, g := range gateways {
+		if g == gwName || vsNS+"/"+g == gwName {
+			return true
+		}
+	}
+	return false
+}
+
+// tcpRouteFilter is istiod's buildGatewayNetworkFiltersFromTCPRoutes: the
+// first tcp route of a bound VirtualService whose hosts meet the server's
+// and whose match applies to this port and Gateway.
+func (k *GatewayListenerKey) tcpRouteFilter(s *GatewayServer, srv *networking.Server) *listener.Filter {
+	gwName := GatewayName(k.Syms, s.Gateway)
+	gwNS := k.Syms.String(s.Gateway.Key.Namespace)
+	for _, c := range s.VirtualServices {
+		vs, _ := c.Spec.(*networking.VirtualService)
+		vsNS := k.Syms.String(c.Key.Namespace)
+		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts())) == 0 {
+			continue
+		}
+		for _, r := range vs.GetTcp() {
+			ok := len(r.GetMatch()) == 0
+			for _, m := range r.GetMatch() {
+				if (m.GetPort() == 0 || m.GetPort() == srv.GetPort().GetNumber()) && gwMatchesGateway(m.GetGateways(), gwName, vsNS) &&
+					(m.GetSourceNamespace() == "" || m.GetSourceNamespace() == k.Namespace) && len(m.GetSourceLabels()) == 0 {
+					ok = true
+					break
+				}
+			}
+			if ok && len(r.GetRoute()) > 0 {
+				return k.tcpProxy(c, vsNS, r.GetRoute(), srv.GetPort().GetNumber())
+			}
+		}
+	}
+	return nil
+}
+
+// passthroughChains is istiod's buildGatewayNetworkFiltersFromTLSRoutes for
+// PASSTHROUGH: a chain per tls route match, by SNI, first claim wins.
+func (k *GatewayListenerKey) passthroughChains(s *GatewayServer, srv *networking.Server) []*listener.FilterChain {
+	gwName := GatewayName(k.Syms, s.Gateway)
+	gwNS := k.Syms.String(s.Gateway.Key.Namespace)
+	var out []*listener.FilterChain
+	seen := map[string]bool{}
+	for _, c := range s.VirtualServices {
+		vs, _ := c.Spec.(*networking.VirtualService)
+		vsNS := k.Syms.String(c.Key.Namespace)
+		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts())) == 0 {
+			continue
+		}
+		for _, r := range vs.GetTls() {
+			if len(r.GetRoute()) == 0 {
+				continue
+			}
+			for _, m := range r.GetMatch() {
+				if !(m.GetPort() == 0 || m.GetPort() == srv.GetPort().GetNumber()) || !gwMatchesGateway(m.GetGateways(), gwName, vsNS) {
+					continue
+				}
+				dup := false
+				for _, sni := range m.GetSniHosts() {
+					dup = dup || seen[sni]
+				}
+				if dup || len(m.GetSniHosts()) == 0 {
+					continue
+				}
+				for _, sni := range m.GetSniHosts() {
+					seen[sni] = true
+				}
+				out = append(out, &listener.FilterChain{
+					FilterChainMatch: &listener.FilterChainMatch{ServerNames: m.GetSniHosts()},
+					Filters:          []*listener.Filter{k.tcpProxy(c, vsNS, r.GetRoute(), srv.GetPort().GetNumber())},
+				})
+			}
+		}
+	}
+	return out
+}
+
+// autoPassthroughChains: one chain per service port, matched by the SNI
+// istio sidecars send for it (outbound_.PORT_._.HOST), forwarded to the
+// cluster of that name.
+func (k *GatewayListenerKey) autoPassthroughChains(s *GatewayServer) []*listener.FilterChain {
+	var out []*listener.FilterChain
+	for _, svc := range s.Services {
+		host := k.Syms.String(svc.Key.Host)
+		for _, p := range svc.Ports {
+			if p.Protocol == index.ProtocolUDP {
+				continue
+			}
+			name := "outbound_." + strconv.FormatUint(uint64(p.Number), 10) + "_._." + host
+			out = append(out, &listener.FilterChain{
+				FilterChainMatch: &listener.FilterChainMatch{ServerNames: []string{name}, ApplicationProtocols: gwALPNIstioMTLS},
+				Filters:          []*listener.Filter{lsTCPProxy(name, name)},
+			})
+		}
+	}
+	return out
+}
+
+// tcpProxy forwards to a tcp or tls route's destinations: one cluster, or
+// weighted clusters.
+func (k *GatewayListenerKey) tcpProxy(c *index.Config, vsNS string, routes []*networking.RouteDestination, port uint32) *listener.Filter {
+	cluster := func(d *networking.Destination) string {
+		if d.GetHost() == "" {
+			return "UnknownService"
+		}
+		p := port
+		if d.GetPort() != nil {
+			p = d.GetPort().GetNumber()
+		}
+		return outboundClusterName(p, d.GetSubset(), rtResolveHost(d.GetHost(), vsNS, k.DomainSuffix))
+	}
+	if len(routes) == 1 {
+		name := cluster(routes[0].GetDestination())
+		return lsTCPProxy(name, name)
+	}
+	w := &tcp.TcpProxy_WeightedCluster{}
+	for _, r := range routes {
+		if r.GetWeight() > 0 {
+			w.Clusters = append(w.Clusters, &tcp.TcpProxy_WeightedCluster_ClusterWeight{Name: cluster(r.GetDestination()), Weight: uint32(r.GetWeight())})
+		}
+	}
+	return lsTCPProxyFilter(&tcp.TcpProxy{
+		StatPrefix:       k.Syms.String(c.Key.Name) + "." + vsNS,
+		ClusterSpecifier: &tcp.TcpProxy_WeightedClusters{WeightedClusters: w},
+	})
+}
+
+// gwCredentialPrefix names a credentialName secret in SDS, as istiod does.
+const gwCredentialPrefix = "kubernetes://"
