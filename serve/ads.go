@@ -24,6 +24,9 @@ type XDSOptions struct {
 	// response (istiod sends its pod name and version there) so proxies'
 	// config dumps show which replica configured them.
 	ControlPlaneID string
+	// Limits are the resilience settings: send timeout, admission
+	// concurrency, names and streams per client (limits.go).
+	Limits Limits
 	// Debug answers istiod's debug type URLs (istio.io/debug/syncz,
 	// istio.io/debug/config_dump) on SotW streams. Nil leaves them
 	// unanswered.
@@ -81,6 +84,8 @@ type XDSServer struct {
 	bodies *xsync.Map[bodyKey, []byte]
 	conns  registry    // live streams, for debug (connections.go)
 	debug  DebugSource // istio.io/debug types (debug_types.go); nil answers none
+
+	limitState // Limits (limits.go)
 }
 
 // NewXDSServer returns a server answering from backend. Register it on a
@@ -92,6 +97,7 @@ func NewXDSServer(backend Backend, opts XDSOptions) *XDSServer {
 		metrics:      opts.Metrics,
 		controlPlane: encodeControlPlane(opts.ControlPlaneID),
 		bodies:       newBodies(),
+		limitState:   newLimitState(opts.Limits),
 		debug:        opts.Debug,
 	}
 	if s.log == nil {

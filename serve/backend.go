@@ -38,7 +38,10 @@ type Session interface {
 
 	// PushDone follows every Pending signal serve receives, once the push
 	// taken (if any) has been sent or found unchanged. The engine releases
-	// the connection's push-throttle slot on it.
+	// the connection's push-throttle slot on it. When a write has been
+	// blocked for a second (the proxy stopped reading), serve calls it
+	// early, and answers further signals with it at once, taking their
+	// merged push after the write: a stalled stream holds no slot.
 	PushDone()
 
 	// Generate appends the resources of typeURL for this proxy to dst and

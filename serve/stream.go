@@ -53,6 +53,7 @@ func serveStream[T any, R request[T]](s *XDSServer, ss grpc.ServerStream, delta 
 		return err
 	}
 	defer c.close()
+	defer c.releaseSlot() // limits.go
 	p := newProtocol(c)
 
 	// The receiver goroutine decodes requests while the loop sends; it ends
@@ -78,8 +79,16 @@ func serveStream[T any, R request[T]](s *XDSServer, ss grpc.ServerStream, delta 
 	if err := p.handle(first); err != nil {
 		return err
 	}
+	c.releaseSlot()
 	pending := c.sess.Pending()
 	for {
+		if c.repending { // a push signalled while a send was stalled (limits.go)
+			c.repending = false
+			if err := runPush(c, p); err != nil {
+				return err
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
@@ -90,14 +99,12 @@ func serveStream[T any, R request[T]](s *XDSServer, ss grpc.ServerStream, delta 
 			if err := p.handle(r); err != nil {
 				return err
 			}
+			c.releaseSlot()
 		case <-pending:
-			if push, ok := c.sess.TakePush(); ok {
-				if err := p.push(push); err != nil {
-					c.sess.PushDone()
-					return err
-				}
+			c.holdPushSlot()
+			if err := runPush(c, p); err != nil { // limits.go
+				return err
 			}
-			c.sess.PushDone()
 		}
 	}
 }
@@ -137,10 +144,14 @@ type conn struct {
 	delta bool
 	nonce uint64 // last nonce issued; one counter for all types of the stream
 
-	scratch []engine.Resource // Generate's destination; pooled between responses (see releaseScratch)
-	msg     rawMessage        // reused: SendMsg consumes it synchronously
-	status  *connStatus       // the stream's entry in the debug registry (connections.go)
-	genAt   time.Time         // when the response being assembled started generating (pilot_xds_push_time)
+	scratch   []engine.Resource // Generate's destination; pooled between responses (see releaseScratch)
+	msg       rawMessage        // reused: SendMsg consumes it synchronously
+	peer      string            // remote address, "" when unknown
+	slot      int32             // the work slot held (limits.go)
+	sendDone  chan error        // result of a watched SendMsg (limits.go)
+	repending bool              // a push signal was consumed during a stalled send (limits.go)
+	status    *connStatus       // the stream's entry in the debug registry (connections.go)
+	genAt     time.Time         // when the response being assembled started generating (pilot_xds_push_time)
 }
 
 // open validates the first request's node and connects the proxy.
@@ -153,8 +164,13 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		addr = p.Addr.String()
 	}
+	if err := s.clients.enter(addr); err != nil { // limits.go
+		s.log.Warn("xds stream refused", "node", node.GetId(), "peer", addr, "err", err)
+		return nil, err
+	}
 	sess, err := s.backend.Connect(ctx, node, addr)
 	if err != nil {
+		s.clients.leave(addr)
 		s.log.Warn("xds connect rejected", "node", node.GetId(), "peer", addr, "err", err)
 		if st, ok := status.FromError(err); ok {
 			return nil, st.Err()
@@ -171,6 +187,7 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 		sess:  sess,
 		log:   s.log.With("proxy", sess.ID(), "delta", delta),
 		delta: delta,
+		peer:  addr,
 	}
 	s.track(c, node, addr)
 	s.metrics.Connected(delta)
@@ -181,6 +198,7 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 func (c *conn) close() {
 	c.srv.untrack(c)
 	c.sess.Close()
+	c.srv.clients.leave(c.peer)
 	c.srv.metrics.Disconnected(c.delta)
 	c.log.Debug("xds stream closed")
 }
@@ -202,7 +220,7 @@ func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []en
 		}
 	}
 	c.genAt = time.Now()
-	res, err = c.sess.Generate(typeURL, names, wildcard, c.scratch[:0])
+	res, err = c.generateSafe(typeURL, names, wildcard, c.scratch[:0])
 	c.scratch = res[:0]
 	switch {
 	case errors.Is(err, engine.ErrUnknownType):
@@ -221,7 +239,7 @@ func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []en
 func (c *conn) send(typeURL string, version uint64, buf *[]byte) error {
 	n := len(*buf)
 	c.msg = rawMessage{buf: buf, pool: bufPool}
-	if err := c.ss.SendMsg(&c.msg); err != nil {
+	if err := c.sendMsg(typeURL, &c.msg); err != nil {
 		c.srv.metrics.PushError(typeURL, "send_error")
 		return err // the stream is gone; its status is already decided
 	}
@@ -235,7 +253,7 @@ func (c *conn) send(typeURL string, version uint64, buf *[]byte) error {
 func (c *conn) sendShared(typeURL string, version uint64, body []byte, tail *[]byte) error {
 	n := len(body) + len(*tail)
 	c.msg = rawMessage{buf: tail, pool: bufPool, shared: body}
-	if err := c.ss.SendMsg(&c.msg); err != nil {
+	if err := c.sendMsg(typeURL, &c.msg); err != nil {
 		c.srv.metrics.PushError(typeURL, "send_error")
 		return err
 	}

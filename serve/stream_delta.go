@@ -87,6 +87,9 @@ func (s *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
 		}
 		t.wildcard = len(req.GetResourceNamesSubscribe()) == 0 && wildcardType(typeURL)
 	}
+	if err := s.checkNames(typeURL, len(t.names)+len(req.GetResourceNamesSubscribe())); err != nil {
+		return err
+	}
 	added, wildcardAdded := s.names[:0], false
 	for _, n := range req.GetResourceNamesSubscribe() {
 		if n == "*" {

@@ -62,6 +62,9 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 	if isDebugType(typeURL) {
 		return s.debugRequest(req) // debug_types.go
 	}
+	if err := s.checkNames(typeURL, len(req.GetResourceNames())); err != nil {
+		return err
+	}
 	t := s.state(typeURL)
 	if t.sent && req.GetResponseNonce() != "" {
 		if !nonceIs(req.GetResponseNonce(), t.nonce) {

@@ -36,7 +36,8 @@ type serveOptions struct {
 	pushThrottle      int
 	resync            time.Duration
 	shutdownGrace     time.Duration
-	ca                caOptions // ca.go
+	ca                caOptions    // ca.go
+	limits            limitOptions // serve_limits.go
 }
 
 func newServeCommand() *cobra.Command {
@@ -53,8 +54,9 @@ The defaults listen on 127.0.0.1 for local runs. In a cluster, listen on all
 interfaces with istiod's ports: --grpc-addr :15010 --http-addr :15014.
 
 Settings also read istiod's environment variables where they mean the same:
-PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX, PILOT_ENABLE_EDS_DEBOUNCE and
-PILOT_PUSH_THROTTLE (a flag on the command line wins).`,
+PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX, PILOT_ENABLE_EDS_DEBOUNCE,
+PILOT_PUSH_THROTTLE, PILOT_XDS_SEND_TIMEOUT and ISTIO_GPRC_MAXRECVMSGSIZE (a
+flag on the command line wins).`,
 		Example: `  # Serve the example mesh
   pilotfish serve --config-dir examples
 
@@ -80,6 +82,7 @@ PILOT_PUSH_THROTTLE (a flag on the command line wins).`,
 	f.DurationVar(&o.resync, "resync", 30*time.Second, "re-check every config file this often in case a watch event was lost (0 disables)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, let streams finish for up to this long")
 	addCAFlags(f, &o.ca)
+	addLimitFlags(f, &o.limits)
 	return cmd
 }
 
@@ -124,8 +127,8 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	})
 	metrics.watchCache(eng.Cache())
 
-	grpcServer := grpc.NewServer(serve.ServerOptions()...)
-	xdsServer := serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds()})
+	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
+	xdsServer := serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds()})
 	xdsServer.Register(grpcServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
 	secure, err := newSecureServing(ctx, o.ca, log, metrics.registry, grpcServer, xdsServer.Register)

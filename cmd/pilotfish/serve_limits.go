@@ -1,0 +1,78 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/pilotfish-mesh/pilotfish/serve"
+)
+
+// limitOptions are serve's resilience flags: gRPC keepalive and message
+// size, and the xDS server's send timeout, admission and limits
+// (serve.Limits). Zero values mean gRPC's and serve's defaults, so tests may
+// leave them unset.
+type limitOptions struct {
+	sendTimeout        time.Duration
+	requestConcurrency int
+	maxNames           int
+	maxStreamsPerIP    int
+	maxRecvMsgSize     int
+	keepaliveInterval  time.Duration
+	keepaliveTimeout   time.Duration
+}
+
+func addLimitFlags(f *pflag.FlagSet, o *limitOptions) {
+	f.DurationVar(&o.sendTimeout, "xds-send-timeout", envDuration("PILOT_XDS_SEND_TIMEOUT", 30*time.Second),
+		"close an xDS stream whose response write stays blocked this long because the proxy stopped reading (PILOT_XDS_SEND_TIMEOUT; 0 disables; istiod's default is 0). A stalled write gives its push-throttle slot back after 1s either way")
+	f.IntVar(&o.requestConcurrency, "xds-request-concurrency", 0,
+		"how many streams may generate and write responses to requests at once; the rest wait in arrival order, so a reconnect storm is answered fairly with bounded memory (0: four per core, at least 8; negative: no limit)")
+	f.IntVar(&o.maxNames, "xds-max-subscribed-names", 100000,
+		"the most resource names one xDS stream may subscribe to per type; more ends the stream with RESOURCE_EXHAUSTED (0: no limit)")
+	f.IntVar(&o.maxStreamsPerIP, "xds-max-streams-per-client", 0,
+		"the most xDS streams open at once from one client IP; more are refused with RESOURCE_EXHAUSTED (0: no limit)")
+	f.IntVar(&o.maxRecvMsgSize, "grpc-max-recv-msg-size", envInt("ISTIO_GPRC_MAXRECVMSGSIZE", 4<<20),
+		"the largest gRPC request accepted, in bytes; larger ones fail with RESOURCE_EXHAUSTED (ISTIO_GPRC_MAXRECVMSGSIZE, istiod's spelling)")
+	f.DurationVar(&o.keepaliveInterval, "keepalive-interval", 30*time.Second,
+		"ping a gRPC client idle this long, and accept client pings as often as half of it (istiod's keepaliveInterval)")
+	f.DurationVar(&o.keepaliveTimeout, "keepalive-timeout", 10*time.Second,
+		"close a gRPC connection whose ping is not answered within this long (istiod's keepaliveTimeout)")
+}
+
+// grpcOptions are the gRPC server options of the limits, for every server
+// that serves xDS.
+func (o *limitOptions) grpcOptions() []grpc.ServerOption {
+	var opts []grpc.ServerOption
+	if o.maxRecvMsgSize > 0 {
+		opts = append(opts, grpc.MaxRecvMsgSize(o.maxRecvMsgSize))
+	}
+	if o.keepaliveInterval > 0 {
+		opts = append(opts,
+			grpc.KeepaliveParams(o.keepaliveParams()),
+			// As istiod: clients may ping every interval/2 (Envoy's and
+			// grpc-go's defaults stay below that), also without streams.
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+				MinTime: o.keepaliveInterval / 2, PermitWithoutStream: true,
+			}))
+	}
+	return opts
+}
+
+// keepaliveParams are the server's keepalive parameters. Any other
+// ServerParameters setting (connection age) belongs in this struct too:
+// grpc.KeepaliveParams replaces earlier ones, it does not merge them.
+func (o *limitOptions) keepaliveParams() keepalive.ServerParameters {
+	return keepalive.ServerParameters{Time: o.keepaliveInterval, Timeout: o.keepaliveTimeout}
+}
+
+// xds returns the xDS server's limits.
+func (o *limitOptions) xds() serve.Limits {
+	return serve.Limits{
+		SendTimeout:         o.sendTimeout,
+		RequestConcurrency:  o.requestConcurrency,
+		MaxSubscribedNames:  o.maxNames,
+		MaxStreamsPerClient: o.maxStreamsPerIP,
+	}
+}

@@ -1,0 +1,333 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/pilotfish-mesh/pilotfish/engine"
+)
+
+// Resilience: what keeps one proxy, or all of them at once, from hurting the
+// others.
+//
+//   - A stream holds at most one work slot while it generates and writes: the
+//     engine's push-throttle slot for a push, or an admission slot of the
+//     server (a FIFO semaphore of RequestConcurrency) for a response to a
+//     request. A reconnect storm is therefore answered in arrival order at a
+//     bounded concurrency, so memory for responses in flight is bounded.
+//   - A write that has not completed after stalledSendAfter (the proxy stopped
+//     reading and HTTP/2 flow control blocks the send) gives its slot back:
+//     a stalled proxy never delays pushes to others. It keeps its one
+//     response in flight and nothing more (the stream's loop is blocked, and
+//     the engine merges further pushes into one pending push).
+//   - SendTimeout (PILOT_XDS_SEND_TIMEOUT) ends a stream whose write stays
+//     blocked that long, with DeadlineExceeded; the proxy reconnects and gets
+//     its full config afresh.
+//   - A panic while generating one proxy's config ends that stream with
+//     Internal, is logged with the proxy id and stack and counted
+//     (pilot_xds_push_errors); the server and every other stream go on.
+//   - Limits with clear errors: subscribed names per type on a stream and
+//     streams per client IP (ResourceExhausted).
+
+// stalledSendAfter is how long a write may block before its stream gives its
+// work slot back. Writes to a reading proxy return at once (gRPC queues the
+// bytes); only flow control makes them wait this long.
+const stalledSendAfter = time.Second
+
+// defaultRequestConcurrency is RequestConcurrency's default: generation is
+// CPU-bound, so more than a few streams per core only adds memory.
+func defaultRequestConcurrency() int {
+	return max(8, 4*runtime.GOMAXPROCS(0))
+}
+
+// slot kinds a stream may hold (conn.slot).
+const (
+	slotNone  int32 = iota
+	slotPush        // the engine's push-throttle slot, released with PushDone
+	slotAdmit       // an admission slot of the server's FIFO semaphore
+)
+
+// Limits are the resilience settings of an XDSServer. The zero value has no
+// send timeout, no name or per-client limit, and the default admission
+// concurrency.
+type Limits struct {
+	// SendTimeout ends a stream whose response write stays blocked this long
+	// (PILOT_XDS_SEND_TIMEOUT): the proxy stopped reading. 0: no limit (a
+	// stalled stream still gives its work slot back, see stalledSendAfter).
+	SendTimeout time.Duration
+	// RequestConcurrency is how many streams may generate and write a
+	// response to a request at once; the rest wait in arrival order. 0: four
+	// per core, at least 8. Negative: no limit.
+	RequestConcurrency int
+	// MaxSubscribedNames limits the resource names one stream may subscribe
+	// to per type. 0: no limit.
+	MaxSubscribedNames int
+	// MaxStreamsPerClient limits the streams open at once from one client IP.
+	// 0: no limit.
+	MaxStreamsPerClient int
+}
+
+// limitState is the XDSServer's part for Limits.
+type limitState struct {
+	sendTimeout time.Duration
+	maxNames    int
+	admit       *fifoSem       // nil: no admission limit
+	clients     *clientCounter // nil: no per-client limit
+}
+
+func newLimitState(l Limits) limitState {
+	st := limitState{sendTimeout: l.SendTimeout, maxNames: l.MaxSubscribedNames}
+	n := l.RequestConcurrency
+	if n == 0 {
+		n = defaultRequestConcurrency()
+	}
+	if n > 0 {
+		st.admit = newFIFOSem(n)
+	}
+	if l.MaxStreamsPerClient > 0 {
+		st.clients = &clientCounter{limit: l.MaxStreamsPerClient, n: map[string]int{}}
+	}
+	return st
+}
+
+// holdPushSlot records that the stream holds the push-throttle slot of the
+// signal it just received.
+func (c *conn) holdPushSlot() { c.slot = slotPush }
+
+// releaseSlot gives back whatever slot the stream holds, exactly once. It is
+// called by the loop after each request or push, and early by a stalled
+// send (see sendMsg), always on the loop's goroutine.
+func (c *conn) releaseSlot() {
+	held := c.slot
+	c.slot = slotNone
+	switch held {
+	case slotPush:
+		c.sess.PushDone()
+	case slotAdmit:
+		c.srv.admit.release()
+	}
+}
+
+// admitRequest takes an admission slot before the stream generates a
+// response to a request (a push already holds the engine's slot). It waits
+// in FIFO order and fails only when the stream ends.
+func (c *conn) admitRequest() error {
+	if c.slot != slotNone || c.srv.admit == nil {
+		return nil
+	}
+	if err := c.srv.admit.acquire(c.ss.Context()); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	c.slot = slotAdmit
+	return nil
+}
+
+// generateSafe is Session.Generate behind admission and a panic guard: a
+// panic while building one proxy's config fails that stream only.
+func (c *conn) generateSafe(typeURL string, names []string, wildcard bool, dst []engine.Resource) (res []engine.Resource, err error) {
+	if err := c.admitRequest(); err != nil {
+		return dst, err
+	}
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		// Verify mode's byte comparison (PILOTFISH_VERIFY_CACHE) reports a
+		// broken cache invariant by panicking; it must stay fatal in tests.
+		if s, ok := r.(string); ok && strings.HasPrefix(s, "encode: verify:") {
+			panic(r)
+		}
+		// Counted as a failed generate (pilot_xds_push_errors) by the caller.
+		c.log.Error("xds generate panicked", "type", typeURL, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		res, err = dst, fmt.Errorf("%w: %v", errGeneratePanic, r)
+	}()
+	return c.sess.Generate(typeURL, names, wildcard, dst)
+}
+
+var errGeneratePanic = errors.New("generator panicked")
+
+// sendMsg writes m to the stream. Without a send timeout and without a slot
+// held it is a plain SendMsg. Otherwise the write runs on its own goroutine
+// (gRPC cannot interrupt SendMsg but ends it when the handler returns) and
+// the loop waits: after stalledSendAfter it gives its slot back, and from
+// then on answers the engine's push signals by giving their slots back too
+// (the push stays pending, merged, for after the write: see repending);
+// after SendTimeout it ends the stream.
+func (c *conn) sendMsg(typeURL string, m *rawMessage) error {
+	timeout := c.srv.sendTimeout
+	if timeout <= 0 && c.slot == slotNone {
+		return c.ss.SendMsg(m)
+	}
+	if c.sendDone == nil {
+		c.sendDone = make(chan error, 1)
+	}
+	go func() { c.sendDone <- c.ss.SendMsg(m) }()
+	stalled := time.NewTimer(stalledSendAfter)
+	defer stalled.Stop()
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	var pending <-chan struct{} // watched once stalled
+	for {
+		select {
+		case err := <-c.sendDone:
+			return err
+		case <-stalled.C:
+			c.log.Debug("xds send stalled: the proxy is not reading; its work slot is released", "type", typeURL)
+			c.releaseSlot()
+			pending = c.sess.Pending()
+		case <-pending:
+			// A push signalled while the write is stuck: give its throttle
+			// slot back at once and run the push after the write.
+			c.sess.PushDone()
+			c.repending = true
+		case <-deadline:
+			// Counted as a failed send (pilot_xds_push_errors) by the caller.
+			c.log.Warn("xds send timed out: the proxy stopped reading; closing its stream", "type", typeURL, "timeout", timeout)
+			// The blocked SendMsg returns once the handler has returned; its
+			// goroutine then exits (sendDone has room for its result).
+			return status.Errorf(codes.DeadlineExceeded, "sending %s timed out after %s: the proxy is not reading its stream", typeURL, timeout)
+		}
+	}
+}
+
+// runPush takes the merged pending push, sends it and releases the slot.
+func runPush[R any](c *conn, p protocol[R]) error {
+	if push, ok := c.sess.TakePush(); ok {
+		if err := p.push(push); err != nil {
+			return err
+		}
+	}
+	c.releaseSlot() // PushDone, unless a stalled send gave it back already
+	return nil
+}
+
+// checkNames enforces MaxSubscribedNames for one type on a stream.
+func (c *conn) checkNames(typeURL string, n int) error {
+	if limit := c.srv.maxNames; limit > 0 && n > limit {
+		return status.Errorf(codes.ResourceExhausted,
+			"subscription to %d %s resources on one stream exceeds the server's limit of %d names per type", n, typeURL, limit)
+	}
+	return nil
+}
+
+// fifoSem is a counting semaphore that admits waiters in arrival order.
+type fifoSem struct {
+	mu      sync.Mutex
+	free    int             // guarded by mu
+	waiters []chan struct{} // guarded by mu; FIFO from head, nil = gave up
+	head    int             // guarded by mu
+}
+
+func newFIFOSem(n int) *fifoSem { return &fifoSem{free: n} }
+
+// acquire waits for a slot, in FIFO order, or for ctx to end.
+func (s *fifoSem) acquire(ctx context.Context) error {
+	s.mu.Lock()
+	if s.free > 0 && s.head == len(s.waiters) {
+		s.free--
+		s.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	s.waiters = append(s.waiters, ch)
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	select {
+	case <-ch: // granted while giving up: pass it on
+		s.mu.Unlock()
+		s.release()
+		return ctx.Err()
+	default:
+	}
+	for i := s.head; i < len(s.waiters); i++ {
+		if s.waiters[i] == ch {
+			s.waiters[i] = nil
+			break
+		}
+	}
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+// release returns a slot, handing it to the first waiter if any.
+func (s *fifoSem) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.head < len(s.waiters) {
+		w := s.waiters[s.head]
+		s.waiters[s.head] = nil
+		s.head++
+		if w != nil {
+			close(w)
+			return
+		}
+	}
+	s.waiters, s.head = s.waiters[:0], 0
+	s.free++
+}
+
+// clientCounter counts open streams per client IP for MaxStreamsPerClient.
+type clientCounter struct {
+	mu    sync.Mutex
+	limit int
+	n     map[string]int // guarded by mu
+}
+
+// clientIP is the host part of a peer address ("" when unknown).
+func clientIP(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+// enter counts a new stream from addr, or refuses it over the limit.
+func (cc *clientCounter) enter(addr string) error {
+	if cc == nil || addr == "" {
+		return nil
+	}
+	ip := clientIP(addr)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.n[ip] >= cc.limit {
+		return status.Errorf(codes.ResourceExhausted,
+			"client %s already has %d xDS streams open, the server's limit per client", ip, cc.n[ip])
+	}
+	cc.n[ip]++
+	return nil
+}
+
+// leave uncounts a stream from addr.
+func (cc *clientCounter) leave(addr string) {
+	if cc == nil || addr == "" {
+		return
+	}
+	ip := clientIP(addr)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.n[ip] <= 1 {
+		delete(cc.n, ip)
+		return
+	}
+	cc.n[ip]--
+}
