@@ -7,7 +7,9 @@ import (
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
@@ -64,31 +66,51 @@ func GRPCListener(k *GRPCListenerKey) (string, proto.Message) {
 // GRPCServerListenerKey is every input of the listener of an xDS-enabled
 // gRPC server on one of the proxy's service ports.
 type GRPCServerListenerKey struct {
+	Syms *index.Symbols // resolver; not hashed
 	// Name is the requested name, GRPCServerListenerPrefix + "IP:PORT".
 	Name string
 	// Host and Port are the listen address from the name.
 	Host string
 	Port uint32
+	// MTLS is the server's mode: ServiceMTLSStrict serves mTLS only,
+	// anything else plaintext (the engine resolves PERMISSIVE as istiod
+	// does for gRPC, which cannot tell TLS from plaintext).
+	MTLS ServiceMTLS
+	// Authz are the AuthorizationPolicies selecting the server's workload.
+	Authz AuthzPolicies
 }
 
-// Hash feeds every field.
+// Hash feeds every field but Syms.
 func (k *GRPCServerListenerKey) Hash() uint64 {
 	h := NewHasher("GRPCServerListenerKey")
 	h.Str(k.Name)
 	h.Str(k.Host)
 	h.U32(k.Port)
+	h.U32(uint32(k.MTLS))
+	k.Authz.hashInto(&h)
 	return h.Sum()
 }
 
-// GRPCServerListener is istiod's grpcgen inbound listener: one plaintext
-// chain (istiod turns PERMISSIVE into plaintext for gRPC, which cannot
-// match on transport) whose inline routes accept every RPC
-// (NonForwardingAction), with the router filter. Authorization policies
-// (RBAC filters) are a later addition.
+// GRPCServerListener is istiod's grpcgen inbound listener: one chain,
+// "inbound-mtls" (server certificate and client validation from the
+// "default" certificate provider, client certificates required) or
+// "inbound-plaintext", whose inline routes accept every RPC
+// (NonForwardingAction), with the RBAC filters of the workload's
+// AuthorizationPolicies (DENY, then ALLOW) before the router.
 //
 // Like istiod's, the connection manager has no stat_prefix and the virtual
 // host no name: gRPC ignores both (Envoy would require them).
 func GRPCServerListener(k *GRPCServerListenerKey) (string, proto.Message) {
+	suffix := "plaintext"
+	var ts *core.TransportSocket
+	if k.MTLS == ServiceMTLSStrict {
+		suffix = "mtls"
+		ts = &core.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: rtAny(&tlsv3.DownstreamTlsContext{
+			CommonTlsContext:         clGRPCCommonTLS(nil),
+			RequireClientCertificate: wrapperspb.Bool(true),
+		})}}
+	}
+	filters := append(authzGRPCFilters(k.Syms, &k.Authz), hfRouter)
 	h := &hcm.HttpConnectionManager{
 		RouteSpecifier: &hcm.HttpConnectionManager_RouteConfig{RouteConfig: &route.RouteConfiguration{
 			Name: "inbound",
@@ -100,17 +122,18 @@ func GRPCServerListener(k *GRPCServerListenerKey) (string, proto.Message) {
 				}},
 			}},
 		}},
-		HttpFilters: []*hcm.HttpFilter{hfRouter},
+		HttpFilters: filters,
 	}
 	return k.Name, &listener.Listener{
 		Name:    k.Name,
 		Address: lsAddress(k.Host, k.Port),
 		FilterChains: []*listener.FilterChain{{
-			Name: "inbound-plaintext",
+			Name: "inbound-" + suffix,
 			Filters: []*listener.Filter{{
-				Name:       "inbound-hcmplaintext",
+				Name:       "inbound-hcm" + suffix,
 				ConfigType: &listener.Filter_TypedConfig{TypedConfig: rtAny(h)},
 			}},
+			TransportSocket: ts,
 		}},
 	}
 }

@@ -232,3 +232,16 @@ func encodeLabels(labels map[string]string) string {
 	}
 	return b.String()
 }
+
+// grpcServerMTLS is istiod's mode for an xDS-enabled gRPC server on port:
+// gRPC cannot tell TLS from plaintext on one port, so PERMISSIVE serves
+// plaintext, unless the workload is labelled
+// security.istio.io/tlsMode=istio (its clients then use mTLS, auto-mTLS),
+// which makes it STRICT.
+func grpcServerMTLS(sc *Scope, w *workloadSecurity, port uint32) encode.ServiceMTLS {
+	m := w.portMTLS(port)
+	if m == encode.ServiceMTLSPermissive && classLabels(sc.Class.Labels)["security.istio.io/tlsMode"] == "istio" {
+		return encode.ServiceMTLSStrict
+	}
+	return m
+}

@@ -292,7 +292,7 @@ func buildGRPCListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names
 			continue // no resource can have this name
 		}
 		if addr, ok := strings.CutPrefix(name, encode.GRPCServerListenerPrefix); ok {
-			if dst, err = grpcServerListener(sc, cache, name, addr, dst); err != nil {
+			if dst, err = grpcServerListener(sc, mesh, cache, name, addr, dst); err != nil {
 				return dst, err
 			}
 			continue
@@ -349,7 +349,7 @@ func grpcService(sc *Scope, mesh *encode.Mesh, host string) *index.Service {
 
 // grpcServerListener answers "xds.istio.io/grpc/lds/inbound/IP:PORT" when
 // the proxy serves a service on PORT (istiod skips ports it does not).
-func grpcServerListener(sc *Scope, cache *encode.Cache, name, addr string, dst []Resource) ([]Resource, error) {
+func grpcServerListener(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, name, addr string, dst []Resource) ([]Resource, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return dst, nil
@@ -363,6 +363,7 @@ func grpcServerListener(sc *Scope, cache *encode.Cache, name, addr string, dst [
 	if !ok || !slices.ContainsFunc(sc.Instances, func(in Instance) bool { return in.TargetPort == port }) {
 		return dst, nil
 	}
-	k := &encode.GRPCServerListenerKey{Name: name, Host: host, Port: port}
+	sec := securityOf(sc, mesh)
+	k := &encode.GRPCServerListenerKey{Syms: sc.Snapshot.Symbols, Name: name, Host: host, Port: port, MTLS: grpcServerMTLS(sc, sec, port), Authz: sec.authz}
 	return appendResource(dst, cache, encode.KindListener, k, encode.GRPCServerListener)
 }
