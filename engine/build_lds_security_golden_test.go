@@ -16,3 +16,15 @@ func TestGoldenLDSSecurity(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenLDSSecurityExamples: the example mesh's policies on the
+// workloads they select: bookinfo's STRICT namespace and per-app ALLOW
+// policies (reviews), shop's ALLOW by principal and gRPC path (checkout)
+// and its workload PeerAuthentication with a DISABLE port (redis-cart).
+func TestGoldenLDSSecurityExamples(t *testing.T) {
+	runLRGolden(t, lrExamples(t), "examples", []lrScenario{
+		{name: "reviews", class: sidecarClass("bookinfo"), ip: "10.244.1.13"},
+		{name: "checkout", class: sidecarClass("shop"), ip: "10.244.1.22"},
+		{name: "redis-cart", class: sidecarClass("shop"), ip: "10.244.2.23"},
+	})
+}

@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// Security policies across the root namespace (istio-system), namespace a
+// (its own PeerAuthentication, a workload one for app=db) and namespace b
+// (nothing of its own).
+const authnMesh = `apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: default, namespace: istio-system}
+spec: {mtls: {mode: STRICT}}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: default, namespace: a}
+spec: {mtls: {mode: PERMISSIVE}}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: db, namespace: a}
+spec:
+  selector: {matchLabels: {app: db}}
+  mtls: {mode: DISABLE}
+  portLevelMtls:
+    8080: {mode: STRICT}
+    9090: {mode: UNSET}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: web, namespace: a}
+spec:
+  selector: {matchLabels: {app: web}}
+  portLevelMtls:
+    7070: {mode: DISABLE}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: selects-root-only, namespace: istio-system}
+spec:
+  selector: {matchLabels: {app: db}}
+  mtls: {mode: PERMISSIVE}
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: root-deny, namespace: istio-system}
+spec:
+  action: DENY
+  rules: [{from: [{source: {namespaces: [evil]}}]}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: root-allow, namespace: istio-system}
+spec:
+  action: ALLOW
+  rules: [{}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: z-allow-db, namespace: a}
+spec:
+  selector: {matchLabels: {app: db}}
+  rules: [{from: [{source: {principals: [cluster.local/ns/a/sa/web]}}]}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: a-deny, namespace: a}
+spec:
+  action: DENY
+  rules: [{to: [{operation: {paths: [/admin]}}]}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: audit, namespace: a}
+spec:
+  action: AUDIT
+  rules: [{}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: ext, namespace: a}
+spec:
+  action: CUSTOM
+  provider: {name: opa}
+  rules: [{}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: waypoint-only, namespace: a}
+spec:
+  targetRefs: [{kind: Service, group: "", name: db}]
+  action: DENY
+  rules: [{}]
+---
+apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: a}
+spec:
+  selector: {matchLabels: {app: web}}
+  jwtRules: [{issuer: https://issuer.example, jwks: '{"keys":[]}'}]
+`
+
+func TestWorkloadSecurity(t *testing.T) {
+	snap := lrLoad(t, map[string][]byte{"mesh.yaml": []byte(authnMesh)})
+	mesh := encode.DefaultMesh()
+	names := func(cs []*index.Config) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, snap.String(c.Key.Namespace)+"/"+snap.String(c.Key.Name))
+		}
+		return out
+	}
+	type portMode struct {
+		port uint32
+		mode encode.ServiceMTLS
+	}
+	tests := []struct {
+		name, ns string
+		labels   map[string]string
+		mtls     encode.ServiceMTLS
+		ports    []portMode
+		allow    []string
+		deny     []string
+		rootDeny []string
+		ra       []string
+	}{
+		{
+			name: "mesh-wide STRICT in a namespace without policy", ns: "b", labels: map[string]string{"app": "db"},
+			mtls: encode.ServiceMTLSStrict, ports: []portMode{{8080, encode.ServiceMTLSStrict}},
+			allow: []string{"istio-system/root-allow"}, rootDeny: []string{"istio-system/root-deny"},
+		},
+		{
+			name: "namespace PERMISSIVE overrides the mesh", ns: "a", labels: map[string]string{"app": "other"},
+			mtls: encode.ServiceMTLSPermissive, ports: []portMode{{8080, encode.ServiceMTLSPermissive}},
+			allow: []string{"istio-system/root-allow"}, rootDeny: []string{"istio-system/root-deny"}, deny: []string{"a/a-deny"},
+		},
+		{
+			name: "workload DISABLE with port levels (STRICT, UNSET inherits)", ns: "a", labels: map[string]string{"app": "db", "v": "1"},
+			mtls: encode.ServiceMTLSDisable,
+			ports: []portMode{{8080, encode.ServiceMTLSStrict}, {9090, encode.ServiceMTLSDisable}, {1234, encode.ServiceMTLSDisable}},
+			allow: []string{"istio-system/root-allow", "a/z-allow-db"}, rootDeny: []string{"istio-system/root-deny"}, deny: []string{"a/a-deny"},
+		},
+		{
+			name: "workload policy with UNSET mode inherits the namespace's", ns: "a", labels: map[string]string{"app": "web"},
+			mtls: encode.ServiceMTLSPermissive, ports: []portMode{{7070, encode.ServiceMTLSDisable}, {80, encode.ServiceMTLSPermissive}},
+			allow: []string{"istio-system/root-allow"}, rootDeny: []string{"istio-system/root-deny"}, deny: []string{"a/a-deny"},
+			ra: []string{"a/jwt"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			class := sidecarClass(tc.ns)
+			class.Labels = encodeLabels(tc.labels)
+			w := securityOf(NewScope(snap, class), mesh)
+			if w.mtls != tc.mtls {
+				t.Errorf("workload mode %d, want %d", w.mtls, tc.mtls)
+			}
+			for _, p := range tc.ports {
+				if got := w.portMTLS(p.port); got != p.mode {
+					t.Errorf("port %d: mode %d, want %d", p.port, got, p.mode)
+				}
+			}
+			for _, c := range []struct {
+				what      string
+				got, want []string
+			}{
+				{"ALLOW", names(w.authz.Allow), tc.allow},
+				{"DENY", names(w.authz.Deny), tc.deny},
+				{"root DENY", names(w.authz.RootDeny), tc.rootDeny},
+				{"RequestAuthentication", names(w.ra), tc.ra},
+			} {
+				if !slices.Equal(c.got, c.want) {
+					t.Errorf("%s policies %v, want %v", c.what, c.got, c.want)
+				}
+			}
+			if tc.ns == "a" && (!slices.Equal(names(w.authz.Audit), []string{"a/audit"}) || !slices.Equal(names(w.authz.Custom), []string{"a/ext"})) {
+				t.Errorf("AUDIT %v, CUSTOM %v", names(w.authz.Audit), names(w.authz.Custom))
+			}
+		})
+	}
+}
+
+func TestGRPCServerMTLS(t *testing.T) {
+	snap := lrLoad(t, map[string][]byte{"mesh.yaml": []byte(authnMesh)})
+	mesh := encode.DefaultMesh()
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		port   uint32
+		want   encode.ServiceMTLS
+	}{
+		{"PERMISSIVE serves plaintext", map[string]string{"app": "x"}, 80, encode.ServiceMTLSPermissive},
+		{"PERMISSIVE with tlsMode=istio is STRICT", map[string]string{"app": "x", "security.istio.io/tlsMode": "istio"}, 80, encode.ServiceMTLSStrict},
+		{"port-level STRICT", map[string]string{"app": "db"}, 8080, encode.ServiceMTLSStrict},
+		{"DISABLE stays plaintext with tlsMode=istio", map[string]string{"app": "db", "security.istio.io/tlsMode": "istio"}, 80, encode.ServiceMTLSDisable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			class := grpcClass("a")
+			class.Labels = encodeLabels(tc.labels)
+			sc := NewScope(snap, class)
+			if got := grpcServerMTLS(sc, securityOf(sc, mesh), tc.port); got != tc.want {
+				t.Errorf("mode %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
