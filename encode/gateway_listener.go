@@ -82,6 +82,19 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 	}
 	httpDone := false
 	needTLSInspector := false
+	// Servers with equal TLS settings share one transport socket (one Any
+	// marshaled once): a gateway with a thousand ISTIO_MUTUAL servers has
+	// one.
+	sockets := map[string]*core.TransportSocket{}
+	tlsSocket := func(t *networking.ServerTLSSettings) *core.TransportSocket {
+		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(t)
+		if ts, ok := sockets[string(b)]; ok {
+			return ts
+		}
+		ts := gatewayTLS(t, gwALPNHTTP)
+		sockets[string(b)] = ts
+		return ts
+	}
 	for i := range k.Servers {
 		s := &k.Servers[i]
 		srv := s.Server()
@@ -106,7 +119,7 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 			}
 			l.FilterChains = append(l.FilterChains, &listener.FilterChain{
 				FilterChainMatch: sniMatch(HostsForNamespace(srv.GetHosts(), "*", "")),
-				TransportSocket:  gatewayTLS(srv.GetTls(), gwALPNHTTP),
+				TransportSocket:  tlsSocket(srv.GetTls()),
 				Filters:          []*listener.Filter{lsHCMFilter(k.gatewayHCM(statPrefix, s.RouteName))},
 			})
 		case srv.GetTls().GetMode() == networking.ServerTLSSettings_AUTO_PASSTHROUGH:
@@ -124,7 +137,7 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 			if srv.GetTls() != nil {
 				needTLSInspector = true
 				fc.FilterChainMatch = sniMatch(HostsForNamespace(srv.GetHosts(), "*", ""))
-				fc.TransportSocket = gatewayTLS(srv.GetTls(), gwALPNHTTP)
+				fc.TransportSocket = tlsSocket(srv.GetTls())
 			}
 			l.FilterChains = append(l.FilterChains, fc)
 		}

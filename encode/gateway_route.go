@@ -65,8 +65,8 @@ func (k *GatewayVirtualHostKey) Hash() uint64 {
 // routes are for and the ports of the services they name.
 type gwRoute struct {
 	gateway string
-	syms    *index.Symbols
-	dests   []*index.Service
+	// ports maps a destination hostname to its service's only port.
+	ports map[string]uint32
 }
 
 // matches is istiod's gateway-side match predicate: a match naming
@@ -88,12 +88,8 @@ func (g *gwRoute) onlyPort(host string) (uint32, bool) {
 	if g == nil {
 		return 0, false
 	}
-	for _, s := range g.dests {
-		if len(s.Ports) == 1 && g.syms.String(s.Key.Host) == host {
-			return s.Ports[0].Number, true
-		}
-	}
-	return 0, false
+	p, ok := g.ports[host]
+	return p, ok
 }
 
 // Name is istiod's virtual host name, "HOST:PORT" of the first host.
@@ -108,6 +104,12 @@ func (k *GatewayVirtualHostKey) Name() string {
 // routes for the port, catch-all routes last (istiod's SortVHostRoutes).
 func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 	var routes, catchAll []*route.Route
+	ports := make(map[string]uint32, len(k.Destinations))
+	for _, d := range k.Destinations {
+		if len(d.Ports) == 1 {
+			ports[k.Syms.String(d.Key.Host)] = d.Ports[0].Number
+		}
+	}
 	for i := range k.Sources {
 		src := &k.Sources[i]
 		vs, _ := src.VirtualService.Spec.(*networking.VirtualService)
@@ -118,7 +120,7 @@ func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 			Syms: k.Syms, Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix,
 			Port: k.Port, VirtualService: src.VirtualService,
 		}
-		rc := routeCtx{k: vk, vs: vs, gw: &gwRoute{gateway: src.Gateway, syms: k.Syms, dests: k.Destinations}}
+		rc := routeCtx{k: vk, vs: vs, gw: &gwRoute{gateway: src.Gateway, ports: ports}}
 		for _, r := range rc.virtualServiceRoutes() {
 			if rtIsCatchAll(r) {
 				catchAll = append(catchAll, r)

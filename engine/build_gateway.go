@@ -10,6 +10,7 @@ import (
 	"sync"
 	"weak"
 
+	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
@@ -29,6 +30,8 @@ type mergedGateway struct {
 	boundVS map[string][]*index.Config
 	// dests maps a VirtualService to the services its routes name.
 	dests map[*index.Config][]*index.Service
+	// routes caches each route name's virtual host keys (*gwRouteKeys).
+	routes sync.Map
 }
 
 type gwPort struct {
@@ -251,19 +254,73 @@ func gatewayRouteNames(sc *Scope) []string {
 	return out
 }
 
-// buildGatewayRoute is istiod's buildGatewayHTTPRouteConfig: for every
+// gwRouteKeys are the virtual host keys of one gateway route
+// configuration, computed once per scope (they depend on the scope and the
+// mesh's domain suffix only): a warm build hashes them and concatenates
+// cached bytes.
+type gwRouteKeys struct {
+	domainSuffix string
+	keys         []*encode.GatewayVirtualHostKey // sorted by virtual host name
+	hashes       []uint64                        // keys[i].Hash(), once: the keys are immutable
+	// blackhole is set when no VirtualService binds: istiod's 404 host.
+	blackhole *encode.GatewayVirtualHostKey
+	// unknown is set when no server has the name.
+	unknown bool
+}
+
+// routeKeys returns the keys of route configuration name, computing them
+// on first use.
+func (m *mergedGateway) routeKeys(sc *Scope, mesh *encode.Mesh, name string) *gwRouteKeys {
+	if v, ok := m.routes.Load(name); ok {
+		if rk := v.(*gwRouteKeys); rk.domainSuffix == mesh.DomainSuffix {
+			return rk
+		}
+	}
+	rk := m.computeRouteKeys(sc, mesh, name)
+	m.routes.Store(name, rk)
+	return rk
+}
+
+// buildGatewayRoute assembles a gateway route configuration from its cached
+// virtual hosts (see computeRouteKeys).
+func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource, error) {
+	rk := gatewayOf(b.sc).routeKeys(b.sc, b.mesh, name)
+	b.parts = b.parts[:0]
+	if rk.unknown {
+		return b.appendRouteConfig(name, encode.RouteConfigValidateOnly, dst)
+	}
+	if rk.blackhole != nil {
+		e, err := encode.Part(b.cache, encode.KindVirtualHost, rk.blackhole, encode.GatewayBlackholeVirtualHost)
+		if err != nil {
+			return dst, fmt.Errorf("route %s: %w", name, err)
+		}
+		b.parts = append(b.parts, e)
+		return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
+	}
+	for i, k := range rk.keys {
+		e, err := encode.Part(b.cache, encode.KindVirtualHost, hashedVHKey{k, rk.hashes[i]}, genGatewayVirtualHost)
+		if err != nil {
+			return dst, fmt.Errorf("route %s: %w", name, err)
+		}
+		b.parts = append(b.parts, e)
+	}
+	return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
+}
+
+// computeRouteKeys is istiod's buildGatewayHTTPRouteConfig: for every
 // server behind the route name, the VirtualServices bound to its Gateway
 // whose hosts meet the server's; each host gets the routes of every such
 // (Gateway, VirtualService); hosts with equal sources collapse into one
-// virtual host; virtual hosts are sorted by name. Each virtual host is a
-// cached part, so a one-VirtualService change re-encodes its hosts only.
-func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource, error) {
-	snap := b.sc.Snapshot
-	m := gatewayOf(b.sc)
+// virtual host (collapseDuplicateRoutes); virtual hosts are sorted by name.
+// Each virtual host is a cached part, so a one-VirtualService change
+// re-encodes its hosts only.
+func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name string) *gwRouteKeys {
+	snap := sc.Snapshot
+	rk := &gwRouteKeys{domainSuffix: mesh.DomainSuffix}
 	servers := m.byRoute[name]
-	b.parts = b.parts[:0]
 	if len(servers) == 0 {
-		return b.appendRouteConfig(name, encode.RouteConfigValidateOnly, dst)
+		rk.unknown = true
+		return rk
 	}
 	type hostInfo struct {
 		sources    []encode.GatewayRouteSource
@@ -310,18 +367,10 @@ func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource,
 		}
 	}
 	if len(order) == 0 {
-		k := &encode.GatewayVirtualHostKey{Port: port}
-		e, err := encode.Part(b.cache, encode.KindVirtualHost, k, encode.GatewayBlackholeVirtualHost)
-		if err != nil {
-			return dst, fmt.Errorf("route %s: %w", name, err)
-		}
-		b.parts = append(b.parts, e)
-		return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
+		rk.blackhole = &encode.GatewayVirtualHostKey{Port: port}
+		return rk
 	}
-	// Collapse hosts with equal sources (istiod: identical route lists),
-	// the alphabetically first host naming the virtual host.
 	slices.Sort(order)
-	var keys []*encode.GatewayVirtualHostKey
 	groups := map[string]*encode.GatewayVirtualHostKey{}
 	var sig []byte
 	for _, h := range order {
@@ -339,28 +388,41 @@ func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource,
 		k := groups[string(sig)]
 		if k == nil {
 			k = &encode.GatewayVirtualHostKey{
-				Syms: snap.Symbols, Namespace: b.sc.Class.Namespace, DomainSuffix: b.mesh.DomainSuffix,
+				Syms: snap.Symbols, Namespace: sc.Class.Namespace, DomainSuffix: mesh.DomainSuffix,
 				Port: port, Sources: hi.sources, RequireTLS: hi.requireTLS,
 			}
+			seen := map[*index.Service]bool{}
 			for _, src := range hi.sources {
 				for _, d := range m.dests[src.VirtualService] {
-					if !slices.Contains(k.Destinations, d) {
+					if !seen[d] {
+						seen[d] = true
 						k.Destinations = append(k.Destinations, d)
 					}
 				}
 			}
-			keys = append(keys, k)
+			rk.keys = append(rk.keys, k)
 			groups[string(sig)] = k
 		}
 		k.Hosts = append(k.Hosts, h)
 	}
-	for _, k := range keys {
-		e, err := encode.Part(b.cache, encode.KindVirtualHost, k, encode.GatewayVirtualHost)
-		if err != nil {
-			return dst, fmt.Errorf("route %s: %w", name, err)
-		}
-		b.parts = append(b.parts, e)
+	// Hosts were visited in order, so each key's first host is its
+	// smallest and sorting by it sorts by virtual host name.
+	slices.SortStableFunc(rk.keys, func(x, y *encode.GatewayVirtualHostKey) int { return cmp.Compare(x.Name(), y.Name()) })
+	rk.hashes = make([]uint64, len(rk.keys))
+	for i, k := range rk.keys {
+		rk.hashes[i] = k.Hash()
 	}
-	slices.SortStableFunc(b.parts, func(x, y *encode.Entry) int { return cmp.Compare(x.Name, y.Name) })
-	return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
+	return rk
 }
+
+// hashedVHKey is an immutable virtual host key with its hash computed once:
+// a warm build of a 1,000-host route configuration then hashes nothing but
+// the part versions.
+type hashedVHKey struct {
+	k *encode.GatewayVirtualHostKey
+	h uint64
+}
+
+func (k hashedVHKey) Hash() uint64 { return k.h }
+
+func genGatewayVirtualHost(k hashedVHKey) (string, proto.Message) { return encode.GatewayVirtualHost(k.k) }
