@@ -425,4 +425,6 @@ type hashedVHKey struct {
 
 func (k hashedVHKey) Hash() uint64 { return k.h }
 
-func genGatewayVirtualHost(k hashedVHKey) (string, proto.Message) { return encode.GatewayVirtualHost(k.k) }
+func genGatewayVirtualHost(k hashedVHKey) (string, proto.Message) {
+	return encode.GatewayVirtualHost(k.k)
+}
