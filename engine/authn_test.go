@@ -141,7 +141,7 @@ func TestWorkloadSecurity(t *testing.T) {
 		},
 		{
 			name: "workload DISABLE with port levels (STRICT, UNSET inherits)", ns: "a", labels: map[string]string{"app": "db", "v": "1"},
-			mtls: encode.ServiceMTLSDisable,
+			mtls:  encode.ServiceMTLSDisable,
 			ports: []portMode{{8080, encode.ServiceMTLSStrict}, {9090, encode.ServiceMTLSDisable}, {1234, encode.ServiceMTLSDisable}},
 			allow: []string{"istio-system/root-allow", "a/z-allow-db"}, rootDeny: []string{"istio-system/root-deny"}, deny: []string{"a/a-deny"},
 		},
