@@ -115,6 +115,14 @@ func (s *EndpointShard) Len() int {
 	return n
 }
 
+// initOne makes s the shard of svc holding only g.
+func (s *EndpointShard) initOne(svc ServiceKey, g EndpointGroup) {
+	*s = EndpointShard{Service: svc}
+	s.one[0] = g
+	s.Groups = s.one[:]
+	s.Hash = combineHash(0, g.Hash)
+}
+
 // with returns a copy of s with group g put (replacing the group of the same
 // source), or removed when g has no endpoints and no ports.
 func (s *EndpointShard) with(svc ServiceKey, g EndpointGroup, remove bool) *EndpointShard {
@@ -126,10 +134,8 @@ func (s *EndpointShard) with(svc ServiceKey, g EndpointGroup, remove bool) *Endp
 		return int(x.Source) - int(src)
 	})
 	if s == nil && !remove {
-		out := &EndpointShard{Service: svc}
-		out.one[0] = g
-		out.Groups = out.one[:]
-		out.Hash = combineHash(0, g.Hash)
+		out := &EndpointShard{}
+		out.initOne(svc, g)
 		return out
 	}
 	var next []EndpointGroup

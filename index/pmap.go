@@ -92,6 +92,32 @@ func (t *pmapTxn[K, V]) shardForWrite(k K) map[K]V {
 	return t.m.shards[i]
 }
 
+// reserve prepares for about n insertions. A map that is empty, or that n
+// would more than double, is laid out for its final size now, in shards of
+// this transaction's own, so a bulk build neither grows Go maps step by step
+// nor copies shards on write.
+func (t *pmapTxn[K, V]) reserve(n int) {
+	if n <= 0 || n < t.m.n {
+		return
+	}
+	b := shardBitsFor(t.m.n + n)
+	out := pmap[K, V]{shards: make([]map[K]V, 1<<b), n: t.m.n}
+	per := (t.m.n+n)>>b + 1
+	for i := range out.shards {
+		out.shards[i] = make(map[K]V, per)
+	}
+	for _, s := range t.m.shards {
+		for k, v := range s {
+			out.shards[out.shardIndex(k)][k] = v
+		}
+	}
+	t.m = out
+	t.dirOK = true
+	for i := range t.owned {
+		t.owned[i] = ^uint64(0)
+	}
+}
+
 func (t *pmapTxn[K, V]) Set(k K, v V) {
 	s := t.shardForWrite(k)
 	if _, ok := s[k]; !ok {

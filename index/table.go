@@ -1,6 +1,9 @@
 package index
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Index declares a secondary index over rows of type R, as a value next to
 // the row type. Keys returns the index keys of a row (appending to dst); a
@@ -97,30 +100,103 @@ func (t *table[K, R]) all(fn func(id uint32, r *R) bool) {
 type tableTxn[K keyer, R any] struct {
 	spec *tableSpec[K, R]
 	base *table[K, R]
-	rows *pvecTxn[slot[R]]
-	pk   *pmapTxn[K, uint32]
+	rows pvecTxn[slot[R]]
+	pk   pmapTxn[K, uint32]
 	next uint32
 	free []uint32
-	// per index: key → IDs added / removed in this batch
-	adds    []map[uint64][]uint32
-	removes []map[uint64]map[uint32]struct{}
-	keyBuf  []uint64
+	// ops lists, per index, the entries this batch adds and removes, in
+	// order until sorted (see idxOp); sorted says ops[i] is in net form.
+	ops    [maxIndexes][]idxOp
+	sorted [maxIndexes]bool
+	seq    uint32
+	hint   int
+	keyBuf []uint64
 	// changed lists IDs put or deleted in this batch, in order, possibly
 	// with repeats.
 	changed []uint32
 }
 
-func (t *table[K, R]) txn(spec *tableSpec[K, R]) *tableTxn[K, R] {
-	return &tableTxn[K, R]{
-		spec:    spec,
-		base:    t,
-		rows:    t.rows.txn(),
-		pk:      t.pk.txn(),
-		next:    t.next,
-		free:    slices.Clone(t.free),
-		adds:    make([]map[uint64][]uint32, len(spec.indexes)),
-		removes: make([]map[uint64]map[uint32]struct{}, len(spec.indexes)),
+// idxOp is one change to a secondary index within a batch: row id gains
+// (add) or loses key. A row's entries under one key alternate between add
+// and remove, so a run of them nets out to its first op when the run's
+// length is odd, and to nothing when it is even. Flat, sortable ops instead
+// of per-key maps: a bulk build of n rows costs one slice and one sort per
+// index, and commit writes every new list into one array.
+type idxOp struct {
+	key uint64
+	id  uint32
+	seq uint32 // order in the batch << 1 | 1 for an add
+}
+
+func (o idxOp) add() bool { return o.seq&1 == 1 }
+
+func compareIdxOps(a, b idxOp) int {
+	switch {
+	case a.key != b.key:
+		return cmp.Compare(a.key, b.key)
+	case a.id != b.id:
+		return cmp.Compare(a.id, b.id)
 	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// maxIndexes is the most secondary indexes a table declares.
+const maxIndexes = 3
+
+func (t *table[K, R]) txn(spec *tableSpec[K, R]) *tableTxn[K, R] {
+	if len(spec.indexes) > maxIndexes {
+		panic("index: table " + spec.name + " declares more than maxIndexes indexes")
+	}
+	return &tableTxn[K, R]{
+		spec: spec,
+		base: t,
+		rows: pvecTxn[slot[R]]{v: t.rows, base: uint32(len(t.rows.chunks))},
+		pk:   pmapTxn[K, uint32]{m: t.pk},
+		next: t.next,
+		free: slices.Clone(t.free),
+	}
+}
+
+// reserve prepares for n puts: a bulk build sizes its maps, row chunks and
+// index lists once instead of growing them.
+func (x *tableTxn[K, R]) reserve(n int) {
+	x.hint = n
+	x.pk.reserve(n)
+	x.rows.reserve(x.next, n)
+	x.changed = slices.Grow(x.changed, n)
+}
+
+// net returns index i's ops in net form: sorted by key and ID, at most one
+// per (key, ID), each a real change to the published list.
+func (x *tableTxn[K, R]) net(i int) []idxOp {
+	ops := x.ops[i]
+	if x.sorted[i] {
+		return ops
+	}
+	slices.SortFunc(ops, compareIdxOps)
+	out := ops[:0]
+	for j := 0; j < len(ops); {
+		k := j + 1
+		for k < len(ops) && ops[k].key == ops[j].key && ops[k].id == ops[j].id {
+			k++
+		}
+		if (k-j)%2 == 1 {
+			out = append(out, ops[j])
+		}
+		j = k
+	}
+	x.ops[i], x.sorted[i] = out, true
+	return out
+}
+
+// keyRun returns the ops of key k in a net list.
+func keyRun(net []idxOp, k uint64) []idxOp {
+	lo, _ := slices.BinarySearchFunc(net, k, func(o idxOp, k uint64) int { return cmp.Compare(o.key, k) })
+	hi := lo
+	for hi < len(net) && net[hi].key == k {
+		hi++
+	}
+	return net[lo:hi]
 }
 
 // get reads through the transaction (rows put earlier in the batch are seen).
@@ -136,17 +212,17 @@ func (x *tableTxn[K, R]) get(k K) (*R, uint32, bool) {
 // this transaction: the published list less this batch's removals, plus its
 // additions.
 func (x *tableTxn[K, R]) lookupIDs(i int, k uint64, fn func(id uint32) bool) {
-	rm := x.removes[i][k]
+	run := keyRun(x.net(i), k)
 	for _, id := range x.base.byIndex(i, k) {
-		if _, gone := rm[id]; gone {
+		if j, ok := slices.BinarySearchFunc(run, id, func(o idxOp, id uint32) int { return cmp.Compare(o.id, id) }); ok && !run[j].add() {
 			continue
 		}
 		if !fn(id) {
 			return
 		}
 	}
-	for _, id := range x.adds[i][k] {
-		if !fn(id) {
+	for _, o := range run {
+		if o.add() && !fn(o.id) {
 			return
 		}
 	}
@@ -159,19 +235,20 @@ func (x *tableTxn[K, R]) lookup(i int, k uint64, fn func(*R) bool) {
 
 // put inserts or replaces the row with r's primary key, hashing it first.
 // It reports the row's ID and whether anything changed (an identical row,
-// by hash, is a no-op).
-func (x *tableTxn[K, R]) put(r R) (uint32, bool) {
+// by hash, is a no-op). r is copied, not kept (nor written: the hash goes
+// into the table's copy), so a batch's row is never moved to the heap.
+func (x *tableTxn[K, R]) put(r *R) (uint32, bool) {
+	h := *x.spec.getHash(r)
 	if x.spec.hash != nil {
-		*x.spec.getHash(&r) = x.spec.hash(&r)
+		h = x.spec.hash(r)
 	}
-	k := x.spec.key(&r)
+	k := x.spec.key(r)
 	if old, id, ok := x.get(k); ok {
-		if *x.spec.getHash(old) == *x.spec.getHash(&r) {
+		if *x.spec.getHash(old) == h {
 			return id, false
 		}
 		x.unindex(id, old)
-		x.rows.Set(id, slot[R]{row: r, live: true})
-		x.index(id, &x.rows.v.At(id).row)
+		x.store(id, r, h)
 		x.changed = append(x.changed, id)
 		return id, true
 	}
@@ -183,11 +260,18 @@ func (x *tableTxn[K, R]) put(r R) (uint32, bool) {
 		id = x.next
 		x.next++
 	}
-	x.rows.Set(id, slot[R]{row: r, live: true})
+	x.store(id, r, h)
 	x.pk.Set(k, id)
-	x.index(id, &x.rows.v.At(id).row)
 	x.changed = append(x.changed, id)
 	return id, true
+}
+
+// store copies r into slot id with content hash h and indexes it.
+func (x *tableTxn[K, R]) store(id uint32, r *R, h uint64) {
+	x.rows.Set(id, slot[R]{row: *r, live: true})
+	row := &x.rows.v.At(id).row
+	*x.spec.getHash(row) = h
+	x.index(id, row)
 }
 
 // delete removes the row with primary key k, reporting its ID.
@@ -204,90 +288,97 @@ func (x *tableTxn[K, R]) delete(k K) (uint32, bool) {
 	return id, true
 }
 
-func (x *tableTxn[K, R]) index(id uint32, r *R) {
-	for i, ix := range x.spec.indexes {
-		x.keyBuf = ix.Keys(r, x.keyBuf[:0])
-		for _, k := range x.keyBuf {
-			if rm := x.removes[i][k]; rm != nil {
-				if _, ok := rm[id]; ok {
-					delete(rm, id)
-					continue // it was in the base list; still is
-				}
-			}
-			if x.adds[i] == nil {
-				x.adds[i] = map[uint64][]uint32{}
-			}
-			x.adds[i][k] = append(x.adds[i][k], id)
-		}
-	}
-}
+func (x *tableTxn[K, R]) index(id uint32, r *R) { x.indexOps(id, r, 1) }
 
-func (x *tableTxn[K, R]) unindex(id uint32, r *R) {
+func (x *tableTxn[K, R]) unindex(id uint32, r *R) { x.indexOps(id, r, 0) }
+
+func (x *tableTxn[K, R]) indexOps(id uint32, r *R, add uint32) {
 	for i, ix := range x.spec.indexes {
 		x.keyBuf = ix.Keys(r, x.keyBuf[:0])
-		for _, k := range x.keyBuf {
-			if a := x.adds[i][k]; len(a) > 0 {
-				if j := slices.Index(a, id); j >= 0 {
-					x.adds[i][k] = slices.Delete(a, j, j+1)
-					continue // added in this batch, never in the base list
-				}
-			}
-			if x.removes[i] == nil {
-				x.removes[i] = map[uint64]map[uint32]struct{}{}
-			}
-			if x.removes[i][k] == nil {
-				x.removes[i][k] = map[uint32]struct{}{}
-			}
-			x.removes[i][k][id] = struct{}{}
+		if len(x.keyBuf) == 0 {
+			continue
 		}
+		if x.ops[i] == nil {
+			x.ops[i] = make([]idxOp, 0, max(x.hint, len(x.keyBuf)))
+		}
+		for _, k := range x.keyBuf {
+			x.ops[i] = append(x.ops[i], idxOp{key: k, id: id, seq: x.seq<<1 | add})
+			x.seq++
+		}
+		x.sorted[i] = false
 	}
 }
 
 // commit builds the next table. Each touched index list is rebuilt once per
-// batch (old list minus removals plus additions, sorted), so a batch of n
-// changes to one key costs O(list + n), not O(list × n).
+// batch (old list minus removals merged with additions, both sorted), so a
+// batch of n changes to one key costs O(list + n), not O(list × n); the new
+// lists of one commit share one array.
 func (x *tableTxn[K, R]) commit() table[K, R] {
 	t := table[K, R]{rows: x.rows.commit(), pk: x.pk.commit(), next: x.next, free: x.free}
-	// Trim the high-water mark so a table emptied from the top scans less.
 	t.idx = make([]pmap[indexKey, []uint32], len(x.spec.indexes))
 	copy(t.idx, x.base.idx)
 	for i := range x.spec.indexes {
-		if len(x.adds[i]) == 0 && len(x.removes[i]) == 0 {
+		net := x.net(i)
+		if len(net) == 0 {
 			continue
 		}
 		itx := t.idx[i].txn()
-		touched := map[uint64]struct{}{}
-		for k := range x.adds[i] {
-			touched[k] = struct{}{}
-		}
-		for k := range x.removes[i] {
-			touched[k] = struct{}{}
-		}
-		for k := range touched {
-			old, _ := itx.Get(indexKey(k))
-			rm := x.removes[i][k]
-			add := x.adds[i][k]
-			if len(old) == 0 && len(add) > 0 {
-				// A new key: the batch's own list becomes the index list.
-				slices.Sort(add)
-				itx.Set(indexKey(k), slices.Clip(add))
-				continue
-			}
-			next := make([]uint32, 0, len(old)+len(add))
-			for _, id := range old {
-				if _, gone := rm[id]; !gone {
-					next = append(next, id)
+		keys, total := 0, 0
+		for j := 0; j < len(net); {
+			run := keyRun(net[j:], net[j].key)
+			old, _ := itx.Get(indexKey(net[j].key))
+			total += len(old)
+			for _, o := range run {
+				if o.add() {
+					total++
+				} else {
+					total--
 				}
 			}
-			next = append(next, add...)
-			if len(next) == 0 {
+			keys++
+			j += len(run)
+		}
+		itx.reserve(keys)
+		lists := make([]uint32, 0, total)
+		for j := 0; j < len(net); {
+			k := net[j].key
+			run := keyRun(net[j:], k)
+			j += len(run)
+			old, _ := itx.Get(indexKey(k))
+			start := len(lists)
+			lists = mergeIDs(lists, old, run)
+			if len(lists) == start {
 				itx.Delete(indexKey(k))
 				continue
 			}
-			slices.Sort(next)
-			itx.Set(indexKey(k), next)
+			itx.Set(indexKey(k), lists[start:len(lists):len(lists)])
 		}
 		t.idx[i] = itx.commit()
 	}
 	return t
+}
+
+// mergeIDs appends to dst the sorted list old less run's removals plus its
+// additions (run is sorted by ID; an added ID is never in old).
+func mergeIDs(dst, old []uint32, run []idxOp) []uint32 {
+	r := 0
+	for _, id := range old {
+		for r < len(run) && run[r].id < id {
+			if run[r].add() {
+				dst = append(dst, run[r].id)
+			}
+			r++
+		}
+		if r < len(run) && run[r].id == id {
+			r++ // removed
+			continue
+		}
+		dst = append(dst, id)
+	}
+	for ; r < len(run); r++ {
+		if run[r].add() {
+			dst = append(dst, run[r].id)
+		}
+	}
+	return dst
 }

@@ -91,6 +91,31 @@ type applier struct {
 	// shardsChanged collects services whose shard changed, with repeats.
 	shardsChanged []ServiceKey
 	selected      Sym
+	// shardSlab holds new shards allocated ahead for a batch of many
+	// endpoint groups; shardsAhead is how many more the batch may need.
+	shardSlab   []EndpointShard
+	shardsAhead int
+}
+
+// shardSlabLen bounds one allocation of new shards (and so what one
+// long-lived shard can keep pinned after its neighbours are replaced).
+const shardSlabLen = 64
+
+// newShard returns a zeroed shard. A bulk build takes them from slabs: one
+// allocation per 64 services instead of one per service; a batch of one or
+// two groups (the endpoint fast path) allocates just its own.
+func (a *applier) newShard() *EndpointShard {
+	if len(a.shardSlab) == 0 {
+		if a.shardsAhead <= 1 {
+			return new(EndpointShard)
+		}
+		n := min(a.shardsAhead, shardSlabLen)
+		a.shardSlab = make([]EndpointShard, n)
+		a.shardsAhead -= n
+	}
+	s := &a.shardSlab[0]
+	a.shardSlab = a.shardSlab[1:]
+	return s
 }
 
 func newApplier(w *Writer, prev *Snapshot) *applier {
@@ -103,22 +128,50 @@ func newApplier(w *Writer, prev *Snapshot) *applier {
 		endpoints:  prev.endpoints.txn(),
 		selected:   w.syms.Intern(selectedSource),
 	}
-	for k := range a.configs {
-		a.configs[k] = prev.configs[k].txn(configSpec)
-	}
 	return a
 }
 
+// config returns the transaction of a config kind's table, begun on first
+// use: most batches touch one or two of the kinds.
+func (a *applier) config(kind ConfigKind) *tableTxn[ConfigKey, Config] {
+	if a.configs[kind] == nil {
+		a.configs[kind] = a.prev.configs[kind].txn(configSpec)
+	}
+	return a.configs[kind]
+}
+
+// reserve sizes the transactions for the batch's puts.
+func (a *applier) reserve(b *Batch) {
+	a.namespaces.reserve(len(b.namespaces))
+	a.workloads.reserve(len(b.workloads))
+	a.services.reserve(len(b.services))
+	var perKind [NumConfigKinds]int
+	for i := range b.configs {
+		perKind[b.configs[i].row.Kind]++
+	}
+	for k, n := range perKind {
+		if n > 0 {
+			a.config(ConfigKind(k)).reserve(n)
+		}
+	}
+	a.endpoints.reserve(len(b.endpoints))
+	a.shardsAhead = len(b.endpoints)
+	a.shardsChanged = slices.Grow(a.shardsChanged, len(b.endpoints))
+}
+
 func (a *applier) apply(b *Batch) {
-	for _, op := range b.namespaces {
+	a.reserve(b)
+	for i := range b.namespaces {
+		op := &b.namespaces[i]
 		if op.delete {
 			a.namespaces.delete(symKey(op.row.Name))
 		} else {
-			a.namespaces.put(op.row)
+			a.namespaces.put(&op.row)
 		}
 	}
 	var workloadsChanged []workloadChange
-	for _, op := range b.workloads {
+	for i := range b.workloads {
+		op := &b.workloads[i]
 		var old Workload
 		if r, _, ok := a.workloads.get(op.row.Key); ok {
 			old = *r
@@ -127,14 +180,15 @@ func (a *applier) apply(b *Batch) {
 		if op.delete {
 			_, changed = a.workloads.delete(op.row.Key)
 		} else {
-			_, changed = a.workloads.put(op.row)
+			_, changed = a.workloads.put(&op.row)
 		}
 		if changed {
 			workloadsChanged = append(workloadsChanged, workloadChange{old: old, new: op.row, deleted: op.delete})
 		}
 	}
 	var selectorServices []ServiceKey
-	for _, op := range b.services {
+	for i := range b.services {
+		op := &b.services[i]
 		if op.delete {
 			if old, _, ok := a.services.get(op.row.Key); ok && old.HasSelector {
 				selectorServices = append(selectorServices, op.row.Key)
@@ -142,16 +196,17 @@ func (a *applier) apply(b *Batch) {
 			a.services.delete(op.row.Key)
 			continue
 		}
-		if _, changed := a.services.put(op.row); changed && op.row.HasSelector && op.row.Origin == OriginServiceEntry {
+		if _, changed := a.services.put(&op.row); changed && op.row.HasSelector && op.row.Origin == OriginServiceEntry {
 			selectorServices = append(selectorServices, op.row.Key)
 		}
 	}
-	for _, op := range b.configs {
-		t := a.configs[op.row.Kind]
+	for i := range b.configs {
+		op := &b.configs[i]
+		t := a.config(op.row.Kind)
 		if op.delete {
 			t.delete(op.row.Key)
 		} else {
-			t.put(op.row)
+			t.put(&op.row)
 		}
 	}
 	for _, op := range b.endpoints {
@@ -195,7 +250,13 @@ func (a *applier) putGroup(svc ServiceKey, g EndpointGroup, remove, owned bool) 
 	} else if oldGroup == nil {
 		return
 	}
-	next := old.with(svc, g, remove)
+	var next *EndpointShard
+	if old == nil && !remove {
+		next = a.newShard()
+		next.initOne(svc, g)
+	} else {
+		next = old.with(svc, g, remove)
+	}
 	if len(next.Groups) == 0 {
 		a.endpoints.Delete(svc)
 	} else {
@@ -351,11 +412,13 @@ func (a *applier) finish() (*Snapshot, *ChangeSet) {
 	}
 	cs := &a.cs
 	cs.Version = next.Version
-	cs.Namespaces = changedKeys(a.namespaces, func(n *Namespace) symKey { return symKey(n.Name) }, &a.prev.namespaces, func(k symKey) Sym { return Sym(k) })
-	cs.Workloads = changedKeys(a.workloads, func(w *Workload) WorkloadKey { return w.Key }, &a.prev.workloads, func(k WorkloadKey) WorkloadKey { return k })
-	cs.Services = changedKeys(a.services, func(s *Service) ServiceKey { return s.Key }, &a.prev.services, func(k ServiceKey) ServiceKey { return k })
-	for k := range a.configs {
-		cs.Configs[k] = changedKeys(a.configs[k], func(c *Config) ConfigKey { return c.Key }, &a.prev.configs[k], func(k ConfigKey) ConfigKey { return k })
+	cs.Namespaces = changedKeys(a.namespaces, func(n *Namespace) symKey { return symKey(n.Name) }, &a.prev.namespaces, func(k symKey) Sym { return Sym(k) }, func(n Sym) symKey { return symKey(n) })
+	cs.Workloads = changedKeys(a.workloads, func(w *Workload) WorkloadKey { return w.Key }, &a.prev.workloads, identity[WorkloadKey], identity[WorkloadKey])
+	cs.Services = changedKeys(a.services, func(s *Service) ServiceKey { return s.Key }, &a.prev.services, identity[ServiceKey], identity[ServiceKey])
+	for k, x := range a.configs {
+		if x != nil {
+			cs.Configs[k] = changedKeys(x, func(c *Config) ConfigKey { return c.Key }, &a.prev.configs[k], identity[ConfigKey], identity[ConfigKey])
+		}
 	}
 	for _, k := range dedupSorted(a.shardsChanged) {
 		before, _ := a.prev.endpoints.Get(k)
@@ -367,8 +430,12 @@ func (a *applier) finish() (*Snapshot, *ChangeSet) {
 	next.namespaces = a.namespaces.commit()
 	next.workloads = a.workloads.commit()
 	next.services = a.services.commit()
-	for k := range a.configs {
-		next.configs[k] = a.configs[k].commit()
+	for k, x := range a.configs {
+		if x != nil {
+			next.configs[k] = x.commit()
+		} else {
+			next.configs[k] = a.prev.configs[k]
+		}
 	}
 	next.endpoints = a.endpoints.commit()
 	next.ConfigVersion = a.prev.ConfigVersion
@@ -384,32 +451,37 @@ func (a *applier) finish() (*Snapshot, *ChangeSet) {
 func changedKeys[K keyer, R any, O interface {
 	comparable
 	ordered[O]
-}](x *tableTxn[K, R], key func(*R) K, prev *table[K, R], out func(K) O) []O {
+}](x *tableTxn[K, R], key func(*R) K, prev *table[K, R], out func(K) O, in func(O) K) []O {
 	if len(x.changed) == 0 {
 		return nil
 	}
-	seen := make(map[K]struct{}, len(x.changed))
+	// Candidate keys first (deduplicated by sorting), then one hash
+	// comparison each: no map, one slice.
 	res := make([]O, 0, len(x.changed))
-	add := func(k K) {
-		if _, ok := seen[k]; ok {
-			return
-		}
-		seen[k] = struct{}{}
-		before, _, had := prev.get(k)
-		after, _, has := x.get(k)
-		if had != has || (had && *x.spec.getHash(before) != *x.spec.getHash(after)) {
-			res = append(res, out(k))
-		}
-	}
 	for _, id := range x.changed {
 		if sl := x.rows.v.At(id); sl.live {
-			add(key(&sl.row))
+			res = append(res, out(key(&sl.row)))
 		}
 		if id < prev.next {
 			if sl := prev.rows.At(id); sl.live {
-				add(key(&sl.row))
+				res = append(res, out(key(&sl.row)))
 			}
 		}
 	}
-	return dedupSorted(res)
+	res = dedupSorted(res)
+	kept := res[:0]
+	for _, o := range res {
+		k := in(o)
+		before, _, had := prev.get(k)
+		after, _, has := x.get(k)
+		if had != has || (had && *x.spec.getHash(before) != *x.spec.getHash(after)) {
+			kept = append(kept, o)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
 }
+
+func identity[T any](x T) T { return x }
