@@ -17,6 +17,9 @@ type Converter struct {
 	// DomainSuffix is the cluster DNS domain ("cluster.local").
 	domain   string
 	produced map[ObjectKey][]rowRef
+	// nodes maps a Node's name to its locality (source_kube.go); the file
+	// source has no Nodes and leaves it empty.
+	nodes map[string]string
 }
 
 // rowRef names one row an object produced, in 16 bytes (one is kept per

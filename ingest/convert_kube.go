@@ -120,8 +120,8 @@ func (c *Converter) endpointSlice(b *index.Batch, o *Object) []rowRef {
 	g.Endpoints = make([]index.Endpoint, 0, n) // exact: rows are the bulk of the heap
 	for _, e := range es.Endpoints {
 		row := index.Endpoint{Health: endpointHealth(e.Conditions)}
-		if e.Zone != nil {
-			row.Locality = c.sym("/" + *e.Zone)
+		if loc := c.endpointLocality(e.NodeName, e.Zone); loc != "" {
+			row.Locality = c.sym(loc)
 		}
 		for _, a := range e.Addresses {
 			addr, err := netip.ParseAddr(a)
@@ -158,6 +158,9 @@ func (c *Converter) pod(b *index.Batch, o *Object) []rowRef {
 		ServiceAccount: c.sym(pod.Spec.ServiceAccountName),
 		Node:           c.sym(pod.Spec.NodeName),
 		Network:        c.sym(o.Meta.Labels[labelNetwork]),
+	}
+	if loc := c.nodes[pod.Spec.NodeName]; loc != "" {
+		w.Locality = c.sym(loc)
 	}
 	if a, err := netip.ParseAddr(pod.Status.PodIP); err == nil {
 		w.Addr = a

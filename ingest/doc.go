@@ -1,6 +1,11 @@
 // Package ingest owns pilotfish's sources of configuration and their
 // decoding and validation: the file source (a watched directory of YAML and
-// JSON manifests, the embedded default) and, later, Kubernetes informers.
+// JSON manifests, the embedded default) and the Kubernetes source
+// (client-go informers on an API server: Services, EndpointSlices, Pods,
+// Namespaces, Nodes for locality, and the Istio kinds once their CRDs are
+// served). Both may feed one index.Writer, each through its own Converter.
+// Informer caches hold transformed objects cut down to what the converter
+// reads (kube_transform.go).
 //
 // Every source decodes documents into [Object]s using the real types of
 // k8s.io/api and istio.io/api, validates them with the same rules that

@@ -1,0 +1,238 @@
+package ingest
+
+import (
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The informers' transform functions. An informer cache holds a copy of
+// every object of its kind; these cut each object down to the fields the
+// converter reads before it is cached, so the caches stay a small share of
+// the heap: no managedFields, no annotations but the few the converter
+// reads, no status or spec it ignores. Pods and Nodes, the most numerous
+// and the largest objects, are replaced by small structs of their own
+// (a corev1.Pod is 1,240 bytes before a single string or slice).
+//
+// Each transform is idempotent (client-go may pass it an object it has
+// already transformed) and may mutate its input, which client-go owns
+// exclusively at that point (client-go ≥ 1.27).
+
+// kubePod is what the Pod informer caches: what the converter's Pod
+// conversion reads, and nothing else.
+type kubePod struct {
+	metav1.ObjectMeta // name, namespace, labels, resourceVersion, sidecar.istio.io/status
+	NodeName          string
+	ServiceAccount    string
+	PodIP             string // status.podIP; the converter keys workloads by the primary IP
+	Ready             bool   // condition Ready is True
+}
+
+func (p *kubePod) GetObjectKind() k8sschema.ObjectKind { return k8sschema.EmptyObjectKind }
+
+func (p *kubePod) DeepCopyObject() runtime.Object {
+	c := *p
+	p.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+// pod rebuilds the Pod the converter reads (it keeps no reference to it).
+func (p *kubePod) pod() *corev1.Pod {
+	ready := corev1.ConditionFalse
+	if p.Ready {
+		ready = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: p.ObjectMeta,
+		Spec:       corev1.PodSpec{NodeName: p.NodeName, ServiceAccountName: p.ServiceAccount},
+		Status: corev1.PodStatus{PodIP: p.PodIP,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}},
+	}
+}
+
+// kubeNode is what the Node informer caches: its locality.
+type kubeNode struct {
+	metav1.ObjectMeta        // name and resourceVersion only
+	Locality          string // "region/zone[/subzone]", "" when unlabelled
+}
+
+func (n *kubeNode) GetObjectKind() k8sschema.ObjectKind { return k8sschema.EmptyObjectKind }
+
+func (n *kubeNode) DeepCopyObject() runtime.Object {
+	c := *n
+	n.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+// Node labels of locality, as istiod reads them (GA label first, then the
+// deprecated beta one).
+const (
+	labelRegion       = "topology.kubernetes.io/region"
+	labelZone         = "topology.kubernetes.io/zone"
+	labelRegionBeta   = "failure-domain.beta.kubernetes.io/region"
+	labelZoneBeta     = "failure-domain.beta.kubernetes.io/zone"
+	labelSubzone      = "topology.istio.io/subzone"
+	sidecarStatusMark = "injected" // stands in for sidecar.istio.io/status: only its presence is read
+)
+
+// nodeLocality is "region/zone/subzone" from a Node's labels, the subzone
+// part left out when empty; "" when the node has none of them.
+func nodeLocality(labels map[string]string) string {
+	region := firstLabel(labels, labelRegion, labelRegionBeta)
+	zone := firstLabel(labels, labelZone, labelZoneBeta)
+	subzone := labels[labelSubzone]
+	switch {
+	case region == "" && zone == "" && subzone == "":
+		return ""
+	case subzone == "":
+		return region + "/" + zone
+	default:
+		return region + "/" + zone + "/" + subzone
+	}
+}
+
+func firstLabel(labels map[string]string, keys ...string) string {
+	for _, k := range keys {
+		if v := labels[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// trimMeta keeps name, namespace, labels, resourceVersion and generation,
+// and only the annotations listed.
+func trimMeta(m *metav1.ObjectMeta, annotations ...string) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, Labels: m.Labels,
+		ResourceVersion: m.ResourceVersion, Generation: m.Generation,
+	}
+	for _, k := range annotations {
+		if v, ok := m.Annotations[k]; ok {
+			if out.Annotations == nil {
+				out.Annotations = make(map[string]string, len(annotations))
+			}
+			out.Annotations[k] = v
+		}
+	}
+	return out
+}
+
+func transformPod(obj any) (any, error) {
+	switch p := obj.(type) {
+	case *kubePod:
+		return p, nil
+	case *corev1.Pod:
+		out := &kubePod{ObjectMeta: trimMeta(&p.ObjectMeta), NodeName: p.Spec.NodeName,
+			ServiceAccount: p.Spec.ServiceAccountName, PodIP: p.Status.PodIP}
+		out.Generation = 0
+		if p.Annotations[annotationStatus] != "" {
+			out.Annotations = map[string]string{annotationStatus: sidecarStatusMark}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				out.Ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		return out, nil
+	}
+	return obj, nil // a tombstone or an unexpected type: the handler decides
+}
+
+func transformNode(obj any) (any, error) {
+	switch n := obj.(type) {
+	case *kubeNode:
+		return n, nil
+	case *corev1.Node:
+		return &kubeNode{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion},
+			Locality:   nodeLocality(n.Labels),
+		}, nil
+	}
+	return obj, nil
+}
+
+func transformService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	s.ObjectMeta = trimMeta(&s.ObjectMeta, annotationExport)
+	ports := s.Spec.Ports
+	for i := range ports {
+		ports[i].NodePort = 0
+	}
+	s.Spec = corev1.ServiceSpec{
+		Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP, ClusterIPs: s.Spec.ClusterIPs,
+		Ports: ports, Selector: s.Spec.Selector, ExternalName: s.Spec.ExternalName,
+	}
+	s.Status = corev1.ServiceStatus{}
+	return s, nil
+}
+
+func transformEndpointSlice(obj any) (any, error) {
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	svc, hasSvc := es.Labels[labelServiceName]
+	es.ObjectMeta = trimMeta(&es.ObjectMeta)
+	es.Labels = nil
+	if hasSvc {
+		es.Labels = map[string]string{labelServiceName: svc}
+	}
+	for i := range es.Endpoints {
+		e := &es.Endpoints[i]
+		e.TargetRef, e.Hints, e.DeprecatedTopology, e.Hostname = nil, nil, nil, nil
+	}
+	return es, nil
+}
+
+func transformNamespace(obj any) (any, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	ns.ObjectMeta = trimMeta(&ns.ObjectMeta)
+	ns.Spec, ns.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+	return ns, nil
+}
+
+// transformIstio keeps an Istio object's spec and trimmed metadata; its
+// status (written by istiod, not read) and annotations go.
+func transformIstio(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *networkingv1.VirtualService:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	case *networkingv1.DestinationRule:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	case *networkingv1.Gateway:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	case *networkingv1.Sidecar:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	case *networkingv1.ServiceEntry:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	case *networkingv1.WorkloadEntry:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	case *securityv1.AuthorizationPolicy:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	case *securityv1.PeerAuthentication:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	case *securityv1.RequestAuthentication:
+		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.Status.Reset()
+	}
+	return obj, nil
+}

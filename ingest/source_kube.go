@@ -1,0 +1,439 @@
+package ingest
+
+import (
+	"context"
+	"log/slog"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// KubeSourceOptions configure a KubeSource.
+type KubeSourceOptions struct {
+	// Client reads the core kinds (required).
+	Client kubernetes.Interface
+	// Istio reads the Istio kinds; nil watches the core kinds only.
+	Istio istioclient.Interface
+	// DomainSuffix is the cluster DNS domain; default "cluster.local".
+	DomainSuffix string
+	// BatchWindow is how long the source collects informer events after
+	// the first of a burst before applying them as one batch; default 10ms.
+	// (The engine debounces pushes on top of it.)
+	BatchWindow time.Duration
+	// DiscoveryInterval is how often the API server's discovery is polled
+	// for Istio CRDs installed or removed after start; default 10s.
+	DiscoveryInterval time.Duration
+	Logger            *slog.Logger
+}
+
+// KubeSource applies the objects of a Kubernetes API server to the index
+// and keeps it current: Services, EndpointSlices, Pods, Namespaces and
+// Nodes (for locality), and every Istio kind pilotfish reads once its CRD
+// is served. Informer events are collected and applied as one batch per
+// burst, through its own Converter, to a Writer it may share with other
+// sources. Invalid Istio objects are reported by Errors and skipped; the
+// last good version of each is kept.
+//
+// Relists (an expired watch, an API server restart) need nothing special:
+// the informers replay what changed, including deletions they only notice
+// on relist (cache.DeletedFinalStateUnknown).
+type KubeSource struct {
+	opts   KubeSourceOptions
+	w      *index.Writer
+	conv   *Converter // used by the run goroutine only
+	log    *slog.Logger
+	synced atomic.Bool
+	wake   chan struct{} // an event is pending (buffered, 1)
+
+	mu      sync.Mutex         // guards the fields below
+	pending map[ObjectKey]any  // key → latest cached object, nil once deleted
+	nodes   map[string]*string // node name → new locality, nil once deleted
+	errs    map[ObjectKey][]error
+	running map[Kind]*kubeWatch // informers by kind (Nodes under KindUnknown)
+}
+
+// kubeWatch is one running informer.
+type kubeWatch struct {
+	kind     Kind
+	informer cache.SharedIndexInformer
+	reg      cache.ResourceEventHandlerRegistration
+	cancel   context.CancelFunc
+	stopped  atomic.Bool // events after a stop are dropped
+}
+
+// NewKubeSource returns a source reading opts.Client (and opts.Istio)
+// writing to w.
+func NewKubeSource(w *index.Writer, opts KubeSourceOptions) *KubeSource {
+	if opts.DomainSuffix == "" {
+		opts.DomainSuffix = "cluster.local"
+	}
+	if opts.BatchWindow <= 0 {
+		opts.BatchWindow = 10 * time.Millisecond
+	}
+	if opts.DiscoveryInterval <= 0 {
+		opts.DiscoveryInterval = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &KubeSource{
+		opts:    opts,
+		w:       w,
+		conv:    NewConverter(w, opts.DomainSuffix),
+		log:     opts.Logger.With("source", "kubernetes"),
+		wake:    make(chan struct{}, 1),
+		pending: map[ObjectKey]any{},
+		nodes:   map[string]*string{},
+		errs:    map[ObjectKey][]error{},
+		running: map[Kind]*kubeWatch{},
+	}
+}
+
+// Synced reports whether the initial lists of every kind watched at start
+// have been applied.
+func (s *KubeSource) Synced() bool { return s.synced.Load() }
+
+// Errors returns the current problems of the Istio objects the API server
+// holds, sorted by object.
+func (s *KubeSource) Errors() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []error
+	for _, errs := range s.errs {
+		out = append(out, errs...)
+	}
+	slices.SortFunc(out, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return out
+}
+
+// Run starts the informers, applies their initial lists as one batch, then
+// applies changes until ctx ends. It returns when ctx ends.
+func (s *KubeSource) Run(ctx context.Context) error {
+	defer s.stopAll()
+	for _, ck := range coreKinds {
+		s.start(ctx, ck.kind, ck.newInformer(s.opts.Client), ck.transform)
+	}
+	istio := newCRDWatch(s)
+	istio.poll(ctx)
+	if !s.waitForInitialSync(ctx) {
+		return nil
+	}
+	cs := s.flush()
+	s.synced.Store(true)
+	s.log.Info("initial sync applied", "version", cs.Version, "services", len(cs.Services),
+		"endpoints", len(cs.Endpoints), "workloads", len(cs.Workloads), "istio-kinds", istio.served())
+
+	discovery := time.NewTicker(s.opts.DiscoveryInterval)
+	defer discovery.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-discovery.C:
+			istio.poll(ctx)
+		case <-s.wake:
+			// Let the rest of the burst arrive, then apply it all at once.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(s.opts.BatchWindow):
+			}
+			if cs := s.flush(); !cs.Empty() {
+				s.log.Debug("config applied", "version", cs.Version, "services", len(cs.Services),
+					"endpoints", len(cs.Endpoints), "workloads", len(cs.Workloads))
+			}
+		}
+	}
+}
+
+// waitForInitialSync waits until every informer running now has handed
+// its initial list to the handlers.
+func (s *KubeSource) waitForInitialSync(ctx context.Context) bool {
+	s.mu.Lock()
+	var synced []cache.InformerSynced
+	for _, w := range s.running {
+		synced = append(synced, w.reg.HasSynced)
+	}
+	s.mu.Unlock()
+	return cache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+// start runs an informer for kind with its transform and the source's
+// handlers, under a context of its own so that it can be stopped alone.
+func (s *KubeSource) start(ctx context.Context, kind Kind, inf cache.SharedIndexInformer, transform cache.TransformFunc) {
+	if err := inf.SetTransform(transform); err != nil {
+		panic("ingest: SetTransform on a new informer: " + err.Error()) // only fails once started
+	}
+	w := &kubeWatch{kind: kind, informer: inf}
+	reg, err := inf.AddEventHandler(s.handler(w))
+	if err != nil {
+		panic("ingest: AddEventHandler on a new informer: " + err.Error()) // only fails once stopped
+	}
+	w.reg = reg
+	wctx, cancel := context.WithCancel(ctx)
+	w.cancel = cancel
+	s.mu.Lock()
+	s.running[kind] = w
+	s.mu.Unlock()
+	go pprof.Do(wctx, pprof.Labels("source", "kubernetes", "kind", kindLabel(kind)), func(ctx context.Context) {
+		inf.RunWithContext(ctx)
+	})
+}
+
+func kindLabel(k Kind) string {
+	if k == KindUnknown {
+		return "Node"
+	}
+	return k.String()
+}
+
+// stop stops the informer of kind and deletes every object it produced.
+func (s *KubeSource) stop(kind Kind) {
+	s.mu.Lock()
+	w := s.running[kind]
+	delete(s.running, kind)
+	s.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.stopped.Store(true)
+	w.cancel()
+	s.mu.Lock()
+	for k := range s.conv.produced { // conv is the run goroutine's, as is stop
+		if k.Kind == kind {
+			s.pending[k] = nil
+		}
+	}
+	for k := range s.pending {
+		if k.Kind == kind {
+			s.pending[k] = nil
+		}
+	}
+	for k := range s.errs {
+		if k.Kind == kind {
+			delete(s.errs, k)
+		}
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *KubeSource) stopAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.running {
+		w.stopped.Store(true)
+		w.cancel()
+	}
+}
+
+func (s *KubeSource) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// handler records each event as the latest state of its object; the run
+// goroutine applies them. Updates that change nothing the converter reads
+// (a resync, a relist of an unchanged object, a status-only update) are
+// dropped here.
+func (s *KubeSource) handler(w *kubeWatch) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { s.put(w, obj) },
+		UpdateFunc: func(old, obj any) {
+			if !changed(old, obj) {
+				return
+			}
+			s.put(w, obj)
+		},
+		DeleteFunc: func(obj any) {
+			if w.stopped.Load() {
+				return
+			}
+			if w.kind == KindUnknown {
+				s.deleteNode(obj)
+				return
+			}
+			var key ObjectKey
+			var ok bool
+			if t, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
+				key, ok = tombstoneKey(w.kind, t)
+			} else {
+				key, ok = objectKey(w.kind, obj)
+			}
+			if !ok {
+				s.log.Warn("cannot identify a deleted object", "kind", kindLabel(w.kind))
+				return
+			}
+			s.mu.Lock()
+			s.pending[key] = nil
+			s.mu.Unlock()
+			s.signal()
+		},
+	}
+}
+
+func (s *KubeSource) put(w *kubeWatch, obj any) {
+	if w.stopped.Load() {
+		return
+	}
+	if n, ok := obj.(*kubeNode); ok {
+		loc := n.Locality
+		s.mu.Lock()
+		s.nodes[n.Name] = &loc
+		s.mu.Unlock()
+		s.signal()
+		return
+	}
+	key, ok := objectKey(w.kind, obj)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	s.pending[key] = obj
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *KubeSource) deleteNode(obj any) {
+	var name string
+	switch n := obj.(type) {
+	case *kubeNode:
+		name = n.Name
+	case cache.DeletedFinalStateUnknown:
+		name = n.Key
+	default:
+		return
+	}
+	s.mu.Lock()
+	s.nodes[name] = nil
+	s.mu.Unlock()
+	s.signal()
+}
+
+// flush applies every pending event as one batch, in a deterministic order
+// (kind, namespace, name), so that replicas reading the same API server
+// intern symbols in the same order.
+func (s *KubeSource) flush() *index.ChangeSet {
+	s.mu.Lock()
+	pending, nodes := s.pending, s.nodes
+	s.pending, s.nodes = make(map[ObjectKey]any, len(pending)/4), map[string]*string{}
+	s.mu.Unlock()
+
+	var b index.Batch
+	// Nodes first: the Pods and EndpointSlices of this batch read their
+	// locality.
+	moved := map[string]bool{}
+	for name, loc := range nodes {
+		l := ""
+		if loc != nil {
+			l = *loc
+		}
+		if s.conv.setNodeLocality(name, l) {
+			moved[name] = true
+		}
+	}
+	keys := make([]ObjectKey, 0, len(pending))
+	for k := range pending {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKeys)
+	for _, k := range keys {
+		s.apply(&b, k, pending[k])
+	}
+	if len(moved) > 0 {
+		s.reputOnNodes(&b, moved, pending)
+	}
+	return s.w.Apply(&b)
+}
+
+func compareKeys(a, b ObjectKey) int {
+	if a.Kind != b.Kind {
+		return int(a.Kind) - int(b.Kind)
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// apply converts one object's latest state (nil: deleted) into b.
+func (s *KubeSource) apply(b *index.Batch, k ObjectKey, obj any) {
+	if obj == nil {
+		s.conv.Delete(b, k)
+		s.setErrs(k, nil)
+		return
+	}
+	o, ok := kubeObject(obj)
+	if !ok {
+		s.log.Warn("unexpected object type from an informer", "kind", k.Kind.String(), "object", k.String())
+		return
+	}
+	// The API server validated the Kubernetes kinds already (and the
+	// cached Pods are cut down past what Validate accepts); Istio objects
+	// get pilotfish's own validation, as in the file source and webhook.
+	if kinds[k.Kind].istio() {
+		if errs := Validate(o); len(errs) > 0 {
+			s.setErrs(k, errs)
+			return
+		}
+	}
+	s.setErrs(k, nil)
+	s.conv.Put(b, o)
+}
+
+func (s *KubeSource) setErrs(k ObjectKey, errs []error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(errs) == 0 {
+		delete(s.errs, k)
+		return
+	}
+	s.errs[k] = errs
+	for _, err := range errs {
+		s.log.Warn("rejected config; the last good version is kept", "err", err.Error())
+	}
+}
+
+// reputOnNodes converts again the Pods and EndpointSlices on nodes whose
+// locality changed (a node labelled, or seen after its pods), unless this
+// batch already has their latest state.
+func (s *KubeSource) reputOnNodes(b *index.Batch, moved map[string]bool, done map[ObjectKey]any) {
+	s.mu.Lock()
+	pods, slices := s.running[KindPod], s.running[KindEndpointSlice]
+	s.mu.Unlock()
+	if pods != nil {
+		for _, obj := range pods.informer.GetStore().List() {
+			p, ok := obj.(*kubePod)
+			if !ok || !moved[p.NodeName] {
+				continue
+			}
+			if k, _ := objectKey(KindPod, p); !hasKey(done, k) {
+				s.apply(b, k, p)
+			}
+		}
+	}
+	if slices != nil {
+		for _, obj := range slices.informer.GetStore().List() {
+			k, ok := objectKey(KindEndpointSlice, obj)
+			if !ok || hasKey(done, k) || !sliceOnNodes(obj, moved) {
+				continue
+			}
+			s.apply(b, k, obj)
+		}
+	}
+}
+
+func hasKey(m map[ObjectKey]any, k ObjectKey) bool {
+	_, ok := m[k]
+	return ok
+}
