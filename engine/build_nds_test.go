@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+)
+
+// nameTableHosts decodes a NameTable resource into host → IPs.
+func nameTableHosts(t *testing.T, r Resource) map[string][]string {
+	t.Helper()
+	md := encode.NameTableDescriptor()
+	m := dynamicpb.NewMessage(md)
+	var value []byte
+	for _, c := range decodeAnyFields(t, r.Any) {
+		if c.num == 2 {
+			value = c.val
+		}
+	}
+	if err := proto.Unmarshal(value, m); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	m.Get(md.Fields().ByName("table")).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+		l := v.Message().Get(v.Message().Descriptor().Fields().ByName("ips")).List()
+		for i := range l.Len() {
+			out[k.String()] = append(out[k.String()], l.Get(i).String())
+		}
+		return true
+	})
+	return out
+}
+
+type anyField struct {
+	num int
+	val []byte
+}
+
+func decodeAnyFields(t *testing.T, b []byte) []anyField {
+	t.Helper()
+	var out []anyField
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			t.Fatal("bad Any encoding")
+		}
+		v, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 {
+			t.Fatal("bad Any encoding")
+		}
+		out = append(out, anyField{int(num), v})
+		b = b[n+m:]
+	}
+	return out
+}
+
+// TestNameTableFollowsSidecarScope: the DNS table of a proxy under a
+// namespace-only Sidecar lists only what the Sidecar imports; a headless
+// service resolves to its endpoints' addresses.
+func TestNameTableFollowsSidecarScope(t *testing.T) {
+	sw := newScopedWriter(t, scopedMesh, `
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: a}
+spec:
+  clusterIP: None
+  selector: {app: db}
+  ports: [{name: tcp, port: 5432}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: db-1, namespace: a, labels: {kubernetes.io/service-name: db}}
+addressType: IPv4
+ports: [{name: tcp, port: 5432}]
+endpoints:
+- addresses: [10.244.0.9]
+  conditions: {ready: true}
+- addresses: [10.244.0.10]
+  conditions: {ready: true}
+`)
+	e := New(sw.w, Options{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ns          string
+		want, never []string
+	}{
+		{ns: "a", want: []string{"one.a.svc.cluster.local", "three.b.svc.cluster.local", "db.a.svc.cluster.local"}, never: []string{"two.b.svc.cluster.local"}},
+		{ns: "b", want: []string{"one.a.svc.cluster.local", "two.b.svc.cluster.local", "three.b.svc.cluster.local"}},
+	} {
+		c, err := e.Connect(ctx, sidecarNode(t, "10.1.0.1", "p", tc.ns), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := c.Generate(TypeNameTable, nil, true, nil)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%s: %d name tables, err %v", tc.ns, len(rs), err)
+		}
+		table := nameTableHosts(t, rs[0])
+		for _, h := range tc.want {
+			if _, ok := table[h]; !ok {
+				t.Errorf("proxy in %s: table %v lacks %s", tc.ns, table, h)
+			}
+		}
+		for _, h := range tc.never {
+			if _, ok := table[h]; ok {
+				t.Errorf("proxy in %s: table holds %s, which its Sidecar hides", tc.ns, h)
+			}
+		}
+		if tc.ns == "a" {
+			if got := table["db.a.svc.cluster.local"]; !slices.Equal(got, []string{"10.244.0.9", "10.244.0.10"}) {
+				t.Errorf("headless db resolves to %v", got)
+			}
+			if got := table["one.a.svc.cluster.local"]; !slices.Equal(got, []string{"10.96.0.1"}) {
+				t.Errorf("one resolves to %v, want its cluster IP", got)
+			}
+		}
+		c.Close()
+	}
+}
