@@ -15,7 +15,7 @@ import (
 )
 
 type nameInfo struct {
-	ips                           []string
+	ips                            []string
 	registry, shortname, namespace string
 }
 
