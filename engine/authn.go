@@ -51,7 +51,8 @@ func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {
 // policy (root namespace, no selector), overridden by the namespace's (no
 // selector), overridden by the oldest one selecting the workload; an UNSET
 // mode inherits. Port-level modes come from the workload policy only.
-// Configs carry no creation time, so "oldest" is the first by name.
+// Configs carry no creation time, so "oldest" is the first seen (see
+// sortedConfigs).
 func (w *workloadSecurity) peerAuthentication(snap *index.Snapshot, root, ns index.Sym, labels map[string]string) {
 	if snap.NumConfigs(index.ConfigPeerAuthentication) == 0 {
 		return
@@ -129,8 +130,8 @@ func (w *workloadSecurity) authorization(snap *index.Snapshot, root, ns index.Sy
 }
 
 // selectPolicies lists the configs of kind in the root namespace, then in
-// ns, that have no selector or select labels, sorted by name within each
-// namespace; skip drops others.
+// ns, that have no selector or select labels, in sortedConfigs order
+// within each namespace; skip drops others.
 func selectPolicies(snap *index.Snapshot, kind index.ConfigKind, root, ns index.Sym, labels map[string]string, skip func(*index.Config) bool) []*index.Config {
 	if snap.NumConfigs(kind) == 0 {
 		return nil
@@ -156,7 +157,10 @@ func selectPolicies(snap *index.Snapshot, kind index.ConfigKind, root, ns index.
 	return out
 }
 
-// sortedConfigs are the configs of kind in ns, by name.
+// sortedConfigs are the configs of kind in ns in the order their names
+// were first seen (interned symbols only grow): stable across snapshots,
+// close to istiod's creation-time order for a watched cluster, and an
+// integer sort.
 func sortedConfigs(snap *index.Snapshot, kind index.ConfigKind, ns index.Sym) []*index.Config {
 	if ns == 0 {
 		return nil
@@ -166,9 +170,7 @@ func sortedConfigs(snap *index.Snapshot, kind index.ConfigKind, ns index.Sym) []
 		out = append(out, c)
 		return true
 	})
-	slices.SortFunc(out, func(a, b *index.Config) int {
-		return strings.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name))
-	})
+	slices.SortFunc(out, func(a, b *index.Config) int { return int(a.Key.Name) - int(b.Key.Name) })
 	return out
 }
 
