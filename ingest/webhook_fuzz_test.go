@@ -1,0 +1,47 @@
+package ingest_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/pilotfish-mesh/pilotfish/ingest"
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// FuzzAdmissionReview feeds arbitrary bodies to the webhook: it must never
+// panic, and must either refuse the body as a malformed review or answer
+// with a review carrying the request's UID and, on denial, a message.
+func FuzzAdmissionReview(f *testing.F) {
+	f.Add(reviewBody(f, "CREATE", "networking.istio.io", "v1", "VirtualService", "bookinfo", "reviews", goodVS))
+	f.Add(reviewBody(f, "UPDATE", "networking.istio.io", "v1beta1", "VirtualService", "bookinfo", "reviews", badVS))
+	f.Add(reviewBody(f, "DELETE", "networking.istio.io", "v1", "VirtualService", "bookinfo", "reviews", ""))
+	f.Add(reviewBody(f, "CREATE", "security.istio.io", "v1", "AuthorizationPolicy", "default", "deny",
+		`{"apiVersion":"security.istio.io/v1","kind":"AuthorizationPolicy","metadata":{"name":"deny"},"spec":{"action":"DENY","rules":[{"from":[{"source":{"principals":["*"]}}]}]}}`))
+	f.Add(reviewBody(f, "CREATE", "networking.istio.io", "v1", "DestinationRule", "default", "r",
+		`{"apiVersion":"networking.istio.io/v1","kind":"DestinationRule","metadata":{"name":"r"},"spec":{"host":"r","trafficPolicy":{"loadBalancer":{"simple":"ROUND_ROBIN"}}}}`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE","kind":{"group":"networking.istio.io","version":"v1","kind":"Gateway"},"object":[]}}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, resp, err := ingest.ReviewAdmission(body)
+		if err != nil {
+			if !errors.Is(err, ingest.ErrAdmissionReview) || out != nil || resp != nil {
+				t.Fatalf("error %v with output %s", err, out)
+			}
+			return
+		}
+		var in, back admissionv1.AdmissionReview
+		if err := json.Unmarshal(body, &in); err != nil {
+			t.Fatalf("accepted a body that does not decode: %v", err)
+		}
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("response does not decode: %v\n%s", err, out)
+		}
+		if back.Response == nil || back.Response.UID != in.Request.UID {
+			t.Fatalf("response %s does not answer uid %q", out, in.Request.UID)
+		}
+		if !back.Response.Allowed && (back.Response.Result == nil || back.Response.Result.Message == "") {
+			t.Fatalf("denial without a message: %s", out)
+		}
+	})
+}
