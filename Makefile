@@ -117,5 +117,13 @@ $(KUBE_BIN)/kubectl: tools/kube/go.mod tools/kube/go.sum
 	@mkdir -p $(dir $@)
 	cd tools/kube && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $@) k8s.io/kubernetes/cmd/kubectl
 
+# The soak (docs/operations.md, not part of make test): SOAK_PROXIES proxies
+# (5,000) against `pilotfish serve` for SOAK_DURATION (10m) with steady config
+# and endpoint churn; prints goroutines, heap and RSS at full config and at
+# the end, pushes and p99 convergence. Needs curl and jq.
+.PHONY: soak
+soak: build
+	tools/soak.sh $(BIN)
+
 clean:
 	rm -rf bin bench.out

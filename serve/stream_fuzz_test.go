@@ -58,7 +58,8 @@ func FuzzADSRequests(f *testing.F) {
 
 	b := newTestBackend()
 	meshFixture(f, b)
-	cc := startServer(f, b, serve.XDSOptions{})
+	// Small limits so the fuzzer reaches their errors too (limits.go).
+	cc := startServer(f, b, serve.XDSOptions{Limits: serve.Limits{MaxSubscribedNames: 16, RequestConcurrency: 2}})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return

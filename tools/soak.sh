@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Soak: SOAK_PROXIES simulated sidecars (default 5,000) against a file-source
+# `pilotfish serve` for SOAK_DURATION (default 10m) with steady churn:
+# odd changes replace a service (a config change, a full push), even ones
+# move the endpoints of another (the endpoint fast path). The mesh keeps
+# its size, so goroutines, heap and RSS must not grow. Prints the server's
+# goroutines, heap and RSS when every proxy first has full config and at
+# the end, pushes, and the p99 convergence of the changes.
+#
+# Usage: tools/soak.sh [BIN]   (make soak builds bin/pilotfish first)
+# Needs curl and jq. Not part of make test: it runs for minutes.
+set -euo pipefail
+
+BIN=${1:-bin/pilotfish}
+PROXIES=${SOAK_PROXIES:-5000}
+DURATION=${SOAK_DURATION:-10m}
+SERVICES=${SOAK_SERVICES:-100}
+INTERVAL=${SOAK_CHANGE_INTERVAL:-2s}
+GRPC=${SOAK_GRPC_ADDR:-127.0.0.1:25010}
+HTTP=${SOAK_HTTP_ADDR:-127.0.0.1:25014}
+OUT=${SOAK_OUT:-.cache/soak}
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+DIR=$(mktemp -d)
+trap 'kill $SERVER $SAMPLER 2>/dev/null || true; rm -rf "$DIR"' EXIT
+
+# service NAME INDEX ENDPOINT_IP: one Service with two ports and its slice.
+service() {
+	cat <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: $1, namespace: soak}
+spec:
+  clusterIP: 10.96.$(($2 / 250)).$(($2 % 250 + 1))
+  selector: {app: $1}
+  ports: [{name: http, port: 8080}, {name: grpc, port: 9090}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: $1-a, namespace: soak, labels: {kubernetes.io/service-name: $1}}
+addressType: IPv4
+ports: [{name: http, port: 8080}, {name: grpc, port: 9090}]
+endpoints: [{addresses: [$3], conditions: {ready: true}}]
+---
+EOF
+}
+for i in $(seq 0 $((SERVICES - 1))); do
+	service "svc-$i" "$i" "10.244.$((i / 250)).$((i % 250 + 1))"
+done >"$DIR/mesh.yaml"
+service churn 900 10.245.0.1 >"$DIR/churn.yaml"
+service moving 901 10.246.0.1 >"$DIR/moving.yaml"
+
+# The change command loadgen runs (LOADGEN_CHANGE=i).
+cat >"$DIR/change.sh" <<EOF
+#!/usr/bin/env bash
+set -e
+i=\$LOADGEN_CHANGE
+[ "\$i" = 1 ] && echo "start \$(date +%s) \$(curl -s http://$HTTP/metrics | awk -f $DIR/sample.awk)" >>"$OUT/samples.txt"
+if [ \$((i % 2)) = 1 ]; then
+	# A config change: the churn service moves to another cluster IP.
+	sed "s/clusterIP: .*/clusterIP: 10.97.\$((i / 250 % 250)).\$((i % 250 + 1))/" "$DIR/churn.yaml" >"$DIR/churn.tmp" && mv "$DIR/churn.tmp" "$DIR/churn.yaml"
+else
+	# An endpoint change: another pod IP behind "moving".
+	sed "s/addresses: \[[^]]*\]/addresses: [10.246.\$((i / 250 % 250)).\$((i % 250 + 1))]/" "$DIR/moving.yaml" >"$DIR/moving.tmp" && mv "$DIR/moving.tmp" "$DIR/moving.yaml"
+fi
+EOF
+chmod +x "$DIR/change.sh"
+
+# sample.awk: goroutines, heap in use, RSS (MiB) and pushes from /metrics.
+cat >"$DIR/sample.awk" <<'EOF'
+/^go_goroutines / { g = $2 }
+/^go_memstats_heap_inuse_bytes / { h = $2 }
+/^process_resident_memory_bytes / { r = $2 }
+/^pilot_xds_pushes[{ ]/ { p += $2 }
+END { printf "goroutines=%d heap_inuse_mib=%.1f rss_mib=%.1f pushes=%d\n", g, h / 1048576, r / 1048576, p }
+EOF
+
+: >"$OUT/samples.txt"
+"$BIN" serve --config-dir "$DIR" --grpc-addr "$GRPC" --http-addr "$HTTP" --grpc-tls-addr "" --disable-ca \
+	--log-level warn --resync 0 2>"$OUT/serve.log" &
+SERVER=$!
+for _ in $(seq 100); do curl -sf "http://$HTTP/ready" >/dev/null && break; sleep 0.2; done
+echo "idle   $(curl -s "http://$HTTP/metrics" | awk -f "$DIR/sample.awk")" | tee -a "$OUT/samples.txt"
+
+(while sleep 15; do echo "sample $(date +%s) $(curl -s "http://$HTTP/metrics" | awk -f "$DIR/sample.awk")"; done >>"$OUT/samples.txt") &
+SAMPLER=$!
+
+echo "soak: $PROXIES proxies, $DURATION, a change every $INTERVAL after the previous converged; load: $(uptime)"
+set +e
+"$BIN" loadgen --xds "$GRPC" --proxies "$PROXIES" --namespaces 1 --namespace-prefix soak --duration "$DURATION" \
+	--changes 1000000 --change-interval "$INTERVAL" --change-timeout 2m --change-cmd "$DIR/change.sh" \
+	--json "$OUT/loadgen.json" --quiet >"$OUT/loadgen.txt" 2>"$OUT/loadgen.err"
+set -e
+kill $SAMPLER 2>/dev/null || true
+end=$(grep '^sample' "$OUT/samples.txt" | tail -1)
+
+echo "load after: $(uptime)"
+echo "server at full config: $(grep '^start' "$OUT/samples.txt" | cut -d' ' -f3-)"
+echo "server at the end:     $(echo "$end" | cut -d' ' -f3-)"
+jq -r '"proxies with full config: \(.full_config)/\(.proxies); time to full config p99 \(.time_to_full_config.p99_ms | floor) ms",
+  "changes: \(.changes | length), converged on every proxy: \([.changes[] | select(.not_converged == 0 and .converged > 0)] | length)",
+  "convergence p99 per change: median \([.changes[] | .convergence.p99_ms] | sort | .[length/2|floor] | floor) ms, max \([.changes[] | .convergence.p99_ms] | max | floor) ms"' \
+	"$OUT/loadgen.json"
+echo "details: $OUT (samples.txt, loadgen.json, loadgen.txt, serve.log)"
