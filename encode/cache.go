@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/puzpuzpuz/xsync/v4"
@@ -118,18 +119,16 @@ func Resource[K Key](c *Cache, kind Kind, typeURL string, k K, gen func(K) (stri
 }
 
 // ResourceAppend is Resource for generators that encode their resource
-// directly (app appends the message's encoding to dst) rather than build a
-// message. ref is the reference generator that builds the same resource as
+// directly rather than build a message: app returns a new buffer holding
+// prefix (the Any's type_url and the tag of its value), then the message as
+// a length-delimited value (its size, then its encoding), so that a
+// generator that sizes its message first allocates exactly once. ref is the reference generator that builds the same resource as
 // a message: in verify mode every generation, hit or miss, is checked to
 // describe the same message as ref's, so the fast encoder cannot drift from
 // the readable one.
-func ResourceAppend[K Key](c *Cache, kind Kind, typeURL string, k K, app func(dst []byte, k K) (string, []byte), ref func(K) (string, proto.Message)) (*Entry, error) {
+func ResourceAppend[K Key](c *Cache, kind Kind, typeURL string, k K, app func(prefix []byte, k K) (string, []byte), ref func(K) (string, proto.Message)) (*Entry, error) {
 	build := func() (string, []byte, error) {
-		dst := protowire.AppendTag(nil, anyTypeURL, protowire.BytesType)
-		dst = protowire.AppendString(dst, typeURL)
-		dst = protowire.AppendTag(dst, anyValue, protowire.BytesType)
-		name, body := app(nil, k)
-		dst = protowire.AppendBytes(dst, body)
+		name, dst := app(anyPrefix(typeURL), k)
 		if c.verify {
 			refName, refMsg := ref(k)
 			if got := anyPayload(dst, ref, k); refName != name || !proto.Equal(got, refMsg) {
@@ -242,3 +241,19 @@ func (c *Cache) Stats() []Stats {
 
 // Len returns the number of cached entries.
 func (c *Cache) Len() int { return c.m.Size() }
+
+// anyPrefixes holds, per type URL, the start of an encoded Any: type_url,
+// then the tag of value. Read-only once stored.
+var anyPrefixes sync.Map // string → []byte
+
+func anyPrefix(typeURL string) []byte {
+	if p, ok := anyPrefixes.Load(typeURL); ok {
+		return p.([]byte)
+	}
+	p := protowire.AppendTag(nil, anyTypeURL, protowire.BytesType)
+	p = protowire.AppendString(p, typeURL)
+	p = protowire.AppendTag(p, anyValue, protowire.BytesType)
+	p = p[:len(p):len(p)]
+	anyPrefixes.Store(typeURL, p)
+	return p
+}

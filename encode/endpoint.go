@@ -180,8 +180,10 @@ var clWeightOne = clU32(1)
 // epCollect returns the endpoints of the shard that serve in.port (and the
 // subset), sorted by locality, address, port and source order, each with
 // its endpoint port.
-func epCollect(in *epInput) []epCandidate {
-	var cands []epCandidate
+func epCollect(in *epInput) []epCandidate { return epCollectInto(in, nil) }
+
+// epCollectInto is epCollect appending to cands (pooled working memory).
+func epCollectInto(in *epInput, cands []epCandidate) []epCandidate {
 	seOffset := 0
 	svcName := epServiceEntryName(in)
 	var seq int32

@@ -44,18 +44,26 @@ func epLabelValue(syms *index.Symbols, sets *index.LabelSets, id index.LabelSetI
 // it: a Deployment's pods report the Deployment (the pod name up to its
 // ReplicaSet's pod-template-hash); other workloads their own name.
 func epWorkloadName(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys, labels index.LabelSetID, name string) string {
-	if h, ok := epLabelValue(syms, sets, labels, lk.podTemplateHash); ok && h != "" {
-		// NAME-HASH-SUFFIX: cut at the last "-HASH-" (no allocation).
-		for end := len(name); end > 0; {
-			i := strings.LastIndex(name[:end], h)
-			if i <= 0 {
-				break
-			}
-			if name[i-1] == '-' && i+len(h) < len(name) && name[i+len(h)] == '-' && i-1 > 0 {
-				return name[:i-1]
-			}
-			end = i
+	h, _ := epLabelValue(syms, sets, labels, lk.podTemplateHash)
+	return epCutWorkloadName(name, h)
+}
+
+// epCutWorkloadName cuts a pod name NAME-HASH-SUFFIX at the last "-HASH-"
+// for the pod-template-hash h (no allocation); without h, or when the name
+// does not have that shape, it is the name.
+func epCutWorkloadName(name, h string) string {
+	if h == "" {
+		return name
+	}
+	for end := len(name); end > 0; {
+		i := strings.LastIndex(name[:end], h)
+		if i <= 0 {
+			break
 		}
+		if name[i-1] == '-' && i+len(h) < len(name) && name[i+len(h)] == '-' && i-1 > 0 {
+			return name[:i-1]
+		}
+		end = i
 	}
 	return name
 }
@@ -64,19 +72,28 @@ func epWorkloadName(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys,
 // name and revision from the service.istio.io labels, else the recommended
 // Kubernetes labels, else app/version, else the workload name and "latest".
 func epCanonicalService(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys, labels index.LabelSetID, workload string) (string, string) {
-	name := workload
+	name, ok, rev := epCanonicalLabels(syms, sets, lk, labels)
+	if !ok {
+		name = workload
+	}
+	return name, rev
+}
+
+// epCanonicalLabels is the label part of epCanonicalService: the canonical
+// name when a label gives one (ok), and the revision ("latest" when none).
+func epCanonicalLabels(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys, labels index.LabelSetID) (name string, ok bool, rev string) {
 	for _, key := range [...]index.Sym{lk.canonicalName, lk.k8sName, lk.app} {
-		if v, ok := epLabelValue(syms, sets, labels, key); ok {
-			name = v
+		if v, found := epLabelValue(syms, sets, labels, key); found {
+			name, ok = v, true
 			break
 		}
 	}
-	rev := "latest"
+	rev = "latest"
 	for _, key := range [...]index.Sym{lk.canonicalRev, lk.k8sVersion, lk.version} {
-		if v, ok := epLabelValue(syms, sets, labels, key); ok {
+		if v, found := epLabelValue(syms, sets, labels, key); found {
 			rev = v
 			break
 		}
 	}
-	return name, rev
+	return name, ok, rev
 }
