@@ -17,9 +17,8 @@ import (
 // a class and proxies under one Sidecar always do.
 func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
 	c := node.Class()
-	if node.Type != encode.ProxyGRPC {
-		c.Sidecar = selectSidecar(snap, e.mesh.RootNamespace, node.Namespace, node.Labels)
-	}
+	// Proxyless gRPC clients are scoped too, as istiod scopes every proxy.
+	c.Sidecar = selectSidecar(snap, e.mesh.RootNamespace, node.Namespace, node.Labels)
 	if node.Type == encode.ProxyRouter {
 		c.Gateways = selectGateways(snap, node.Labels)
 	}
