@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rbac "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
@@ -244,7 +245,14 @@ func azPrincipal(conds []azCond, ns string, t azTarget, action rbac.RBAC_Action)
 	return &rbac.Principal{Identifier: &rbac.Principal_AndIds{AndIds: &rbac.Principal_Set{Ids: and}}}, nil
 }
 
+// errAzUTF8: protobuf strings must be UTF-8 (decoded YAML and JSON always
+// are; this keeps a hand-built row from failing to marshal).
+var errAzUTF8 = errors.New("not valid UTF-8")
+
 func azPermMatcher(c azCond, v string, t azTarget) (*rbac.Permission, error) {
+	if !utf8.ValidString(v) {
+		return nil, errAzUTF8
+	}
 	switch c.kind {
 	case azHost:
 		if t == azTCP {
@@ -288,16 +296,28 @@ func azPermMatcher(c azCond, v string, t azTarget) (*rbac.Permission, error) {
 }
 
 func azPrinMatcher(c azCond, v, ns string, t azTarget) (*rbac.Principal, error) {
+	if !utf8.ValidString(v) || !utf8.ValidString(c.key) || !utf8.ValidString(ns) {
+		return nil, errAzUTF8
+	}
 	switch c.kind {
 	case azSrcPrincipal:
+		if err := azRegexSafe(v); err != nil {
+			return nil, err
+		}
 		return azAuthenticated(azString(v, "spiffe://")), nil
 	case azServiceAccount:
+		if err := azRegexSafe(v); err != nil {
+			return nil, err
+		}
 		sns, sa, ok := strings.Cut(v, "/")
 		if !ok {
 			sns, sa = ns, v
 		}
 		return azAuthenticated(azRegex("spiffe://.+/ns/" + sns + "/(.+/|)sa/" + sa + "(/.+)?")), nil
 	case azSrcNamespace:
+		if err := azRegexSafe(v); err != nil {
+			return nil, err
+		}
 		return azAuthenticated(azRegex(".*/ns/" + strings.ReplaceAll(v, "*", ".*") + "/.*")), nil
 	case azSrcIP, azRemoteIP:
 		r, err := azCIDR(v)
@@ -381,6 +401,18 @@ func azJWTPrincipal(c azCond, v string) (*rbac.Principal, error) {
 	return &rbac.Principal{Identifier: &rbac.Principal_AndIds{AndIds: &rbac.Principal_Set{Ids: []*rbac.Principal{
 		claim([]string{"iss"}, iss, false), claim([]string{"sub"}, sub, false),
 	}}}}, nil
+}
+
+// azRegexSafe rejects values that istiod would paste into a regex
+// unescaped (namespaces, service accounts, principals with a leading
+// wildcard) when they hold regex syntax other than '.' and '*': the regex
+// might not compile, and Envoy would reject the whole listener. Kubernetes
+// names and SPIFFE IDs never hold such characters.
+func azRegexSafe(v string) error {
+	if strings.ContainsAny(v, `\()[]{}|+?^$`) {
+		return fmt.Errorf("%q: regex syntax is not allowed here", v)
+	}
+	return nil
 }
 
 func azAuthenticated(m *matcher.StringMatcher) *rbac.Principal {
