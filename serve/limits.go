@@ -35,7 +35,8 @@ import (
 //     its full config afresh.
 //   - A panic while generating one proxy's config ends that stream with
 //     Internal, is logged with the proxy id and stack and counted
-//     (pilot_xds_push_errors); the server and every other stream go on.
+//     (pilot_xds_push_errors, reason "panic"); the server and every other
+//     stream go on.
 //   - Limits with clear errors: subscribed names per type on a stream and
 //     streams per client IP (ResourceExhausted).
 
@@ -148,7 +149,7 @@ func (c *conn) generateSafe(typeURL string, names []string, wildcard bool, dst [
 		if s, ok := r.(string); ok && strings.HasPrefix(s, "encode: verify:") {
 			panic(r)
 		}
-		// Counted as a failed generate (pilot_xds_push_errors) by the caller.
+		c.failure = "panic" // counted by the caller (pilot_xds_push_errors)
 		c.log.Error("xds generate panicked", "type", typeURL, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		res, err = dst, fmt.Errorf("%w: %v", errGeneratePanic, r)
 	}()
@@ -156,6 +157,18 @@ func (c *conn) generateSafe(typeURL string, names []string, wildcard bool, dst [
 }
 
 var errGeneratePanic = errors.New("generator panicked")
+
+// failReason returns the pilot_xds_push_errors reason of the error a
+// generate or send is returning: "panic" or "timeout" when this file caused
+// it, else def.
+func (c *conn) failReason(def string) string {
+	r := c.failure
+	c.failure = ""
+	if r == "" {
+		return def
+	}
+	return r
+}
 
 // sendMsg writes m to the stream. Without a send timeout and without a slot
 // held it is a plain SendMsg. Otherwise the write runs on its own goroutine
@@ -196,7 +209,7 @@ func (c *conn) sendMsg(typeURL string, m *rawMessage) error {
 			c.sess.PushDone()
 			c.repending = true
 		case <-deadline:
-			// Counted as a failed send (pilot_xds_push_errors) by the caller.
+			c.failure = "timeout" // counted by the caller (pilot_xds_push_errors)
 			c.log.Warn("xds send timed out: the proxy stopped reading; closing its stream", "type", typeURL, "timeout", timeout)
 			// The blocked SendMsg returns once the handler has returned; its
 			// goroutine then exits (sendDone has room for its result).

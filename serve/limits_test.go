@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,7 +161,8 @@ func TestStalledProxyGivesBackItsSlot(t *testing.T) {
 func TestSendTimeoutClosesStalledStream(t *testing.T) {
 	b := newTestBackend()
 	bigClusters(t, b, 3000, 0)
-	addr := startLimitServer(t, b, serve.XDSOptions{Limits: serve.Limits{SendTimeout: 1500 * time.Millisecond}})
+	metrics := &errorMetrics{}
+	addr := startLimitServer(t, b, serve.XDSOptions{Metrics: metrics, Limits: serve.Limits{SendTimeout: 1500 * time.Millisecond}})
 	st := stalledStream(t, dialFixedWindow(t, addr), "stalled")
 	s := b.session(t, "stalled")
 	healthy := newSotWClient(t, dial(t, addr), "healthy")
@@ -185,6 +187,9 @@ func TestSendTimeoutClosesStalledStream(t *testing.T) {
 	}
 	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "not reading") {
 		t.Fatalf("stalled stream ended with %v, want DeadlineExceeded", err)
+	}
+	if got := metrics.list(); !slices.Equal(got, []string{engine.TypeCluster + " timeout"}) {
+		t.Fatalf("push errors %q, want one CDS timeout", got)
 	}
 	bigClusters(t, b, 3000, 3)
 	b.push(engine.Push{Full: true})
@@ -263,6 +268,25 @@ func TestStreamsPerClientLimit(t *testing.T) {
 	}
 }
 
+// errorMetrics records PushError calls as "type reason".
+type errorMetrics struct {
+	serve.NopXDSMetrics
+	mu   sync.Mutex
+	errs []string // guarded by mu
+}
+
+func (m *errorMetrics) PushError(typeURL, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.errs = append(m.errs, typeURL+" "+reason)
+}
+
+func (m *errorMetrics) list() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.errs)
+}
+
 // panicBackend wraps testBackend with sessions whose Generate panics for one
 // type.
 type panicBackend struct {
@@ -317,7 +341,8 @@ func TestGeneratePanicFailsOneStream(t *testing.T) {
 	meshFixture(t, b)
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	cc := dial(t, startLimitServer(t, panicBackend{b, engine.TypeRoute}, serve.XDSOptions{Logger: log}))
+	metrics := &errorMetrics{}
+	cc := dial(t, startLimitServer(t, panicBackend{b, engine.TypeRoute}, serve.XDSOptions{Logger: log, Metrics: metrics}))
 
 	bad := newSotWClient(t, cc, "bad-proxy")
 	bad.request(engine.TypeRoute, "r1")
@@ -327,6 +352,9 @@ func TestGeneratePanicFailsOneStream(t *testing.T) {
 	if out := logs.String(); !strings.Contains(out, "panicked") || !strings.Contains(out, "proxy=bad-proxy") ||
 		!strings.Contains(out, "assignment to entry in nil map") {
 		t.Fatalf("log does not name the proxy and the panic:\n%s", out)
+	}
+	if got := metrics.list(); !slices.Equal(got, []string{engine.TypeRoute + " panic"}) {
+		t.Fatalf("push errors %q, want one RDS panic", got)
 	}
 	for _, id := range []string{"good-1", "good-2"} {
 		c := newSotWClient(t, cc, id)

@@ -150,6 +150,7 @@ type conn struct {
 	slot      int32             // the work slot held (limits.go)
 	sendDone  chan error        // result of a watched SendMsg (limits.go)
 	repending bool              // a push signal was consumed during a stalled send (limits.go)
+	failure   string            // pilot_xds_push_errors reason of the error being returned, when more precise (limits.go)
 	status    *connStatus       // the stream's entry in the debug registry (connections.go)
 	genAt     time.Time         // when the response being assembled started generating (pilot_xds_push_time)
 }
@@ -227,7 +228,7 @@ func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []en
 		c.log.Debug("xds request for a type the engine does not serve", "type", typeURL)
 		return nil, false, nil
 	case err != nil:
-		c.srv.metrics.PushError(typeURL, "generate")
+		c.srv.metrics.PushError(typeURL, c.failReason("generate"))
 		c.log.Error("xds generate failed", "type", typeURL, "err", err)
 		return nil, false, status.Errorf(codes.Internal, "generate %s: %v", typeURL, err)
 	}
@@ -240,7 +241,7 @@ func (c *conn) send(typeURL string, version uint64, buf *[]byte) error {
 	n := len(*buf)
 	c.msg = rawMessage{buf: buf, pool: bufPool}
 	if err := c.sendMsg(typeURL, &c.msg); err != nil {
-		c.srv.metrics.PushError(typeURL, "send_error")
+		c.srv.metrics.PushError(typeURL, c.failReason("send_error"))
 		return err // the stream is gone; its status is already decided
 	}
 	c.pushTime(typeURL)
@@ -254,7 +255,7 @@ func (c *conn) sendShared(typeURL string, version uint64, body []byte, tail *[]b
 	n := len(body) + len(*tail)
 	c.msg = rawMessage{buf: tail, pool: bufPool, shared: body}
 	if err := c.sendMsg(typeURL, &c.msg); err != nil {
-		c.srv.metrics.PushError(typeURL, "send_error")
+		c.srv.metrics.PushError(typeURL, c.failReason("send_error"))
 		return err
 	}
 	c.pushTime(typeURL)
