@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/puzpuzpuz/xsync/v4"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -36,8 +37,10 @@ func (k Kind) String() string { return kindNames[k] }
 // key matches. Entries are immutable once stored.
 type Entry struct {
 	Name string
-	// Version is the key hash in hex: equal keys give equal content, so it
-	// names the content.
+	// Version is the xxhash of Bytes in hex: it names the content, so two
+	// keys that produce the same bytes (an input changed that this resource
+	// turned out not to use) give the same version, and SotW set digests
+	// and Delta versions do not announce a change that is not one.
 	Version string
 	// Bytes is the resource encoded as google.protobuf.Any for whole
 	// resources, or the bare message encoding for parts (see Cache.Part).
@@ -174,7 +177,7 @@ func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), d
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %s: %w", kind, name, err)
 	}
-	e := &Entry{Name: name, Version: strconv.FormatUint(h, 16), Bytes: b}
+	e := &Entry{Name: name, Version: strconv.FormatUint(xxhash.Sum64(b), 16), Bytes: b}
 	e.lastUsed.Store(epoch)
 	actual, _ := c.m.LoadOrStore(ck, e)
 	return actual, nil
@@ -194,7 +197,7 @@ func (c *Cache) verifyHit(kind Kind, e *Entry, build func() (string, []byte, err
 	if name == e.Name && proto.Equal(decode(b), decode(e.Bytes)) {
 		return
 	}
-	panic(fmt.Sprintf("encode: verify: cached %s %q (key %s) differs from a fresh generation %q: its key misses an input", kind, e.Name, e.Version, name))
+	panic(fmt.Sprintf("encode: verify: cached %s %q (version %s) differs from a fresh generation %q: its key misses an input", kind, e.Name, e.Version, name))
 }
 
 // NextEpoch starts a new epoch; entries not used since an older epoch can be

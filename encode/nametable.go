@@ -145,7 +145,15 @@ func (e *ntEntry) infoSize() int {
 
 // AppendNameTable appends the encoding of k's NameTable (map entries in
 // hostname order, as a deterministic marshal orders them).
-func AppendNameTable(dst []byte, k *NameTableKey) (string, []byte) {
+func AppendNameTable(prefix []byte, k *NameTableKey) (string, []byte) {
+	body := appendNameTableBody(nil, k)
+	dst := make([]byte, 0, len(prefix)+protowire.SizeVarint(uint64(len(body)))+len(body))
+	dst = append(dst, prefix...)
+	return ntNameTableName, protowire.AppendBytes(dst, body)
+}
+
+// appendNameTableBody appends the NameTable message's fields to dst.
+func appendNameTableBody(dst []byte, k *NameTableKey) []byte {
 	for _, e := range k.entries() {
 		info := e.infoSize()
 		entry := protowire.SizeTag(ntMapKey) + protowire.SizeBytes(len(e.host)) +
@@ -163,7 +171,7 @@ func AppendNameTable(dst []byte, k *NameTableKey) (string, []byte) {
 		dst = appendStringField(dst, niShortname, e.shortname)
 		dst = appendStringField(dst, niNamespace, e.namespace)
 	}
-	return ntNameTableName, dst
+	return dst
 }
 
 // NameTable builds the same table as a dynamic message of

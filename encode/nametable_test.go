@@ -118,7 +118,9 @@ func TestNameTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, body := encode.AppendNameTable(nil, k); string(body) != string(b) {
+	// AppendNameTable writes a length-delimited value: the size, then the message.
+	wantBody := protowire.AppendBytes(nil, b)
+	if _, body := encode.AppendNameTable(nil, k); string(body) != string(wantBody) {
 		t.Errorf("hand encoding differs from the deterministic marshal of the reference message")
 	}
 }
