@@ -36,8 +36,9 @@ type serveOptions struct {
 	pushThrottle      int
 	resync            time.Duration
 	shutdownGrace     time.Duration
-	ca                caOptions    // ca.go
-	limits            limitOptions // serve_limits.go
+	ca                caOptions      // ca.go
+	limits            limitOptions   // serve_limits.go
+	webhook           webhookOptions // webhook.go
 }
 
 func newServeCommand() *cobra.Command {
@@ -83,6 +84,7 @@ flag on the command line wins).`,
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, let streams finish for up to this long")
 	addCAFlags(f, &o.ca)
 	addLimitFlags(f, &o.limits)
+	addWebhookFlags(f, &o.webhook)
 	return cmd
 }
 
@@ -90,6 +92,7 @@ flag on the command line wins).`,
 type started struct {
 	grpcAddr, httpAddr net.Addr
 	grpcTLSAddr        net.Addr // nil when the TLS port is off
+	webhookAddr        net.Addr // nil when the webhook is off
 }
 
 // runServe wires and runs the server until ctx ends. onStart, if set, is
@@ -135,6 +138,12 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	if err != nil {
 		return err
 	}
+	webhook, err := newWebhookServer(o.webhook, o.ca.tlsSANs, secure, log)
+	if err != nil {
+		secure.stop()
+		return err
+	}
+	defer webhook.close()
 	lis, err := net.Listen("tcp", o.grpcAddr)
 	if err != nil {
 		secure.stop()
@@ -155,6 +164,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	go func() { sourceErr <- source.Run(runCtx) }()
 	go eng.Run(runCtx)
 	secure.run(runCtx)
+	webhook.run(runCtx)
 	go func() {
 		if err := grpcServer.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			log.Error("gRPC server stopped", "err", err)
@@ -162,7 +172,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	}()
 	log.Info("pilotfish serving", "version", version, "config-dir", o.configDir, "grpc", lis.Addr().String(), "grpc-tls", secure.tlsAddr(), "http", httpAddr.String())
 	if onStart != nil {
-		onStart(started{grpcAddr: lis.Addr(), httpAddr: httpAddr, grpcTLSAddr: secure.tlsAddr()})
+		onStart(started{grpcAddr: lis.Addr(), httpAddr: httpAddr, grpcTLSAddr: secure.tlsAddr(), webhookAddr: webhook.addr()})
 	}
 
 	select {
