@@ -106,9 +106,21 @@ func TestRouteConfigurationEntry(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _, _ = encode.RouteConfigurationEntry(plain, key) }); n != 0 {
 		t.Errorf("a cached route configuration allocates %v times", n)
 	}
+	// A part rebuilt under a new key with the same bytes (an input that
+	// changed nothing) has the same version: the assembly is the same entry.
 	k2.Service.Hash++
 	p2b, _ := encode.Part(c, encode.KindVirtualHost, k2, encode.VirtualHost)
+	if p2b == p2 || p2b.Version != p2.Version {
+		t.Fatalf("part under a new key: same entry %v, versions %s and %s", p2b == p2, p2b.Version, p2.Version)
+	}
 	key.VirtualHosts[1] = p2b
+	if e, _ := encode.RouteConfigurationEntry(c, key); e != e1 {
+		t.Error("parts with equal bytes assembled a new route configuration")
+	}
+	// A part whose bytes changed changes the route configuration.
+	k3 := r.vhKey(r.svc("c.example", "default", index.OriginServiceEntry, nil, httpP(80)), 80)
+	p3, _ := encode.Part(c, encode.KindVirtualHost, k3, encode.VirtualHost)
+	key.VirtualHosts[1] = p3
 	e3, _ := encode.RouteConfigurationEntry(c, key)
 	if e3 == e1 || e3.Version == e1.Version {
 		t.Error("a changed part did not change the route configuration")
