@@ -51,10 +51,12 @@ type ProxyClass struct {
 	// Gateways lists the Gateway resources a router's labels select,
 	// "NAMESPACE/NAME" joined by commas in sorted order ("" for none).
 	Gateways string
-	// Labels are the workload's labels (node metadata LABELS), sorted
-	// "k=v" pairs joined by newlines: workload selectors of
-	// AuthorizationPolicy, PeerAuthentication and RequestAuthentication
-	// match them, so proxies that differ in labels differ in class.
+	// Labels are the workload's labels (node metadata LABELS) that
+	// workload selectors of AuthorizationPolicy, PeerAuthentication and
+	// RequestAuthentication look at, plus security.istio.io/tlsMode, as
+	// sorted "k=v" pairs joined by newlines ("-": labels known, none of
+	// them relevant). Proxies that differ only in other labels share a
+	// class.
 	Labels string
 }
 

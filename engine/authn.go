@@ -197,12 +197,15 @@ func workloadLabels(snap *index.Snapshot, id index.LabelSetID) map[string]string
 	return out
 }
 
-// classLabels parses ProxyClass.Labels.
+// classLabels parses ProxyClass.Labels ("-": known, none relevant).
 func classLabels(s string) map[string]string {
 	if s == "" {
 		return nil
 	}
 	out := map[string]string{}
+	if s == "-" {
+		return out
+	}
 	for _, kv := range strings.Split(s, "\n") {
 		k, v, _ := strings.Cut(kv, "=")
 		out[k] = v

@@ -209,3 +209,34 @@ func TestGRPCServerMTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestSecurityLabelsClass: a class keeps only the labels security
+// selectors look at, so pods differing in other labels share a class, and
+// the scope selects policies from what the class kept.
+func TestSecurityLabelsClass(t *testing.T) {
+	sw := newScopedWriter(t, authnMesh)
+	e := New(sw.w, Options{})
+	snap := sw.w.Snapshot()
+	class := func(ns string, labels map[string]string) encode.ProxyClass {
+		return e.classOf(snap, &Node{ID: "p." + ns, Type: encode.ProxySidecar, Namespace: ns, Labels: labels})
+	}
+	a := class("a", map[string]string{"app": "db", "pod-template-hash": "x1", "statefulset.kubernetes.io/pod-name": "db-0"})
+	b := class("a", map[string]string{"app": "db", "pod-template-hash": "y2", "statefulset.kubernetes.io/pod-name": "db-1"})
+	if a != b || a.Labels != "app=db" {
+		t.Errorf("classes %+v and %+v: want one class with labels app=db", a, b)
+	}
+	if web := class("a", map[string]string{"app": "web"}); web == a {
+		t.Error("app=web shares app=db's class")
+	}
+	other := class("a", map[string]string{"team": "x"})
+	if other.Labels != "-" {
+		t.Errorf("labels %q, want - (none relevant)", other.Labels)
+	}
+	w := securityOf(NewScope(snap, &other), encode.DefaultMesh())
+	if w.mtls != encode.ServiceMTLSPermissive || len(w.authz.Allow) != 1 {
+		t.Errorf("unselected workload: mode %d, ALLOW %d policies (want PERMISSIVE, root-allow only)", w.mtls, len(w.authz.Allow))
+	}
+	if g := class("a", map[string]string{"team": "x", tlsModeLabel: "istio"}); g.Labels != tlsModeLabel+"=istio" {
+		t.Errorf("labels %q: tlsMode must be kept", g.Labels)
+	}
+}
