@@ -45,6 +45,9 @@ type caOptions struct {
 	// servingTTL is the TLS serving certificate's lifetime (tests shorten
 	// it to watch it rotate); zero is DefaultTTL's default, 24h.
 	servingTTL time.Duration
+	// grpcOptions are added to the TLS server's (runServe sets the limits'
+	// keepalive and message size, as on the plaintext server).
+	grpcOptions []grpc.ServerOption
 }
 
 func addCAFlags(f *pflag.FlagSet, o *caOptions) {
@@ -117,7 +120,8 @@ func newSecureServing(ctx context.Context, o caOptions, log *slog.Logger, reg pr
 	if err != nil {
 		return nil, err
 	}
-	s.tlsServer = grpc.NewServer(append(serve.ServerOptions(), grpc.Creds(credentials.NewTLS(s.serving.ServerTLSConfig())))...)
+	opts := append(serve.ServerOptions(), o.grpcOptions...) // keepalive and message size (serve_limits.go)
+	s.tlsServer = grpc.NewServer(append(opts, grpc.Creds(credentials.NewTLS(s.serving.ServerTLSConfig())))...)
 	register(s.tlsServer)
 	caServer.Register(s.tlsServer)
 	if s.tlsLis, err = net.Listen("tcp", o.tlsAddr); err != nil {

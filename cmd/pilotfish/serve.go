@@ -134,6 +134,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	xdsServer := serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds()})
 	xdsServer.Register(grpcServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
+	o.ca.grpcOptions = o.limits.grpcOptions() // the TLS server's too (serve_limits.go)
 	secure, err := newSecureServing(ctx, o.ca, log, metrics.registry, grpcServer, xdsServer.Register)
 	if err != nil {
 		return err
