@@ -5,7 +5,7 @@
 # move the endpoints of another (the endpoint fast path). The mesh keeps
 # its size, so goroutines, heap and RSS must not grow. Prints the server's
 # goroutines, heap and RSS when every proxy first has full config and at
-# the end, pushes, and the p99 convergence of the changes.
+# the end (after a GC), pushes, and the p99 convergence of the changes.
 #
 # Usage: tools/soak.sh [BIN]   (make soak builds bin/pilotfish first)
 # Needs curl and jq. Not part of make test: it runs for minutes.
@@ -51,12 +51,21 @@ done >"$DIR/mesh.yaml"
 service churn 900 10.245.0.1 >"$DIR/churn.yaml"
 service moving 901 10.246.0.1 >"$DIR/moving.yaml"
 
+# sample: the server's metrics after a GC (the pprof heap profile with gc=1
+# collects first), so heap in use is the live heap, not garbage in waiting.
+cat >"$DIR/sample.sh" <<EOF
+#!/usr/bin/env bash
+curl -s "http://$HTTP/debug/pprof/heap?gc=1" >/dev/null
+curl -s "http://$HTTP/metrics" | awk -f "$DIR/sample.awk"
+EOF
+chmod +x "$DIR/sample.sh"
+
 # The change command loadgen runs (LOADGEN_CHANGE=i).
 cat >"$DIR/change.sh" <<EOF
 #!/usr/bin/env bash
 set -e
 i=\$LOADGEN_CHANGE
-[ "\$i" = 1 ] && echo "start \$(date +%s) \$(curl -s http://$HTTP/metrics | awk -f $DIR/sample.awk)" >>"$OUT/samples.txt"
+[ "\$i" = 1 ] && echo "start \$(date +%s) \$($DIR/sample.sh)" >>"$OUT/samples.txt"
 if [ \$((i % 2)) = 1 ]; then
 	# A config change: the churn service moves to another cluster IP.
 	sed "s/clusterIP: .*/clusterIP: 10.97.\$((i / 250 % 250)).\$((i % 250 + 1))/" "$DIR/churn.yaml" >"$DIR/churn.tmp" && mv "$DIR/churn.tmp" "$DIR/churn.yaml"
@@ -81,9 +90,9 @@ EOF
 	--log-level warn --resync 0 2>"$OUT/serve.log" &
 SERVER=$!
 for _ in $(seq 100); do curl -sf "http://$HTTP/ready" >/dev/null && break; sleep 0.2; done
-echo "idle   $(curl -s "http://$HTTP/metrics" | awk -f "$DIR/sample.awk")" | tee -a "$OUT/samples.txt"
+echo "idle   $("$DIR/sample.sh")" | tee -a "$OUT/samples.txt"
 
-(while sleep 15; do echo "sample $(date +%s) $(curl -s "http://$HTTP/metrics" | awk -f "$DIR/sample.awk")"; done >>"$OUT/samples.txt") &
+(while sleep 15; do echo "sample $(date +%s) $("$DIR/sample.sh")"; done >>"$OUT/samples.txt") &
 SAMPLER=$!
 
 echo "soak: $PROXIES proxies, $DURATION, a change every $INTERVAL after the previous converged; load: $(uptime)"
@@ -93,7 +102,11 @@ set +e
 	--json "$OUT/loadgen.json" --quiet >"$OUT/loadgen.txt" 2>"$OUT/loadgen.err"
 set -e
 kill $SAMPLER 2>/dev/null || true
-end=$(grep '^sample' "$OUT/samples.txt" | tail -1)
+# The end: the last sample taken while every proxy was still connected
+# (goroutines at least the count at full config; loadgen closes its streams
+# when it stops).
+g0=$(grep '^start' "$OUT/samples.txt" | sed 's/.*goroutines=\([0-9]*\).*/\1/')
+end=$(awk -v g0="${g0:-0}" '$1 == "sample" { split($3, a, "="); if (a[2] + 0 >= g0) last = $0 } END { print last }' "$OUT/samples.txt")
 
 echo "load after: $(uptime)"
 echo "server at full config: $(grep '^start' "$OUT/samples.txt" | cut -d' ' -f3-)"
