@@ -11,6 +11,16 @@
 // Any bytes into pooled buffers and written by a codec that sends them as
 // they are. NACKed content is never resent; only a later change is pushed.
 //
+// # Resilience (limits.go)
+//
+// A stream holds at most one work slot while it generates and writes (the
+// engine's push-throttle slot, or an admission slot of a FIFO semaphore for
+// responses to requests), and gives it back when a write stays blocked for
+// a second: a proxy that stops reading never delays others, and costs one
+// response in flight plus one merged pending push. A send timeout ends such
+// a stream; a generator panic ends only its stream; names per type and
+// streams per client IP are limited with ResourceExhausted errors.
+//
 // # Imports
 //
 // serve may import engine and ca. It must not import ingest or index
