@@ -143,27 +143,31 @@ func (e *ntEntry) infoSize() int {
 	return n
 }
 
-// AppendNameTable appends the encoding of k's NameTable (map entries in
-// hostname order, as a deterministic marshal orders them).
-func AppendNameTable(prefix []byte, k *NameTableKey) (string, []byte) {
-	body := appendNameTableBody(nil, k)
-	dst := make([]byte, 0, len(prefix)+protowire.SizeVarint(uint64(len(body)))+len(body))
-	dst = append(dst, prefix...)
-	return ntNameTableName, protowire.AppendBytes(dst, body)
+func (e *ntEntry) entrySize() int {
+	return protowire.SizeTag(ntMapKey) + protowire.SizeBytes(len(e.host)) +
+		protowire.SizeTag(ntMapValue) + protowire.SizeBytes(e.infoSize())
 }
 
-// appendNameTableBody appends the NameTable message's fields to dst.
-func appendNameTableBody(dst []byte, k *NameTableKey) []byte {
-	for _, e := range k.entries() {
-		info := e.infoSize()
-		entry := protowire.SizeTag(ntMapKey) + protowire.SizeBytes(len(e.host)) +
-			protowire.SizeTag(ntMapValue) + protowire.SizeBytes(info)
+// AppendNameTable appends k's NameTable to dst as a length-delimited value
+// (its size, then its encoding, as encode.ResourceAppend expects), map
+// entries in hostname order as a deterministic marshal orders them. It
+// sizes the table first, so it grows dst once.
+func AppendNameTable(dst []byte, k *NameTableKey) (string, []byte) {
+	es := k.entries()
+	size := 0
+	for i := range es {
+		size += protowire.SizeTag(ntTable) + protowire.SizeBytes(es[i].entrySize())
+	}
+	dst = slices.Grow(dst, protowire.SizeVarint(uint64(size))+size)
+	dst = protowire.AppendVarint(dst, uint64(size))
+	for i := range es {
+		e := &es[i]
 		dst = protowire.AppendTag(dst, ntTable, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(entry))
+		dst = protowire.AppendVarint(dst, uint64(e.entrySize()))
 		dst = protowire.AppendTag(dst, ntMapKey, protowire.BytesType)
 		dst = protowire.AppendString(dst, e.host)
 		dst = protowire.AppendTag(dst, ntMapValue, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(info))
+		dst = protowire.AppendVarint(dst, uint64(e.infoSize()))
 		for _, ip := range e.ips {
 			dst = appendStringField(dst, niIPs, ip)
 		}
@@ -171,7 +175,7 @@ func appendNameTableBody(dst []byte, k *NameTableKey) []byte {
 		dst = appendStringField(dst, niShortname, e.shortname)
 		dst = appendStringField(dst, niNamespace, e.namespace)
 	}
-	return dst
+	return ntNameTableName, dst
 }
 
 // NameTable builds the same table as a dynamic message of
