@@ -22,6 +22,8 @@ type limitOptions struct {
 	maxRecvMsgSize     int
 	keepaliveInterval  time.Duration
 	keepaliveTimeout   time.Duration
+	maxConnAge         time.Duration
+	maxConnAgeGrace    time.Duration
 }
 
 func addLimitFlags(f *pflag.FlagSet, o *limitOptions) {
@@ -39,6 +41,10 @@ func addLimitFlags(f *pflag.FlagSet, o *limitOptions) {
 		"ping a gRPC client idle this long, and accept client pings as often as half of it (istiod's keepaliveInterval)")
 	f.DurationVar(&o.keepaliveTimeout, "keepalive-timeout", 10*time.Second,
 		"close a gRPC connection whose ping is not answered within this long (istiod's keepaliveTimeout)")
+	f.DurationVar(&o.maxConnAge, "max-connection-age", 30*time.Minute,
+		"send GOAWAY on a gRPC connection this old (gRPC adds ±10% jitter), so proxies reconnect and spread over the replicas, new ones included (istiod's keepaliveMaxServerConnectionAge, 30m in its chart; 0: never)")
+	f.DurationVar(&o.maxConnAgeGrace, "max-connection-age-grace", 10*time.Second,
+		"after --max-connection-age's GOAWAY, close the connection once this has passed; xDS streams never end on their own (istiod's keepaliveMaxServerConnectionAgeGrace)")
 }
 
 // grpcOptions are the gRPC server options of the limits, for every server
@@ -48,9 +54,11 @@ func (o *limitOptions) grpcOptions() []grpc.ServerOption {
 	if o.maxRecvMsgSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(o.maxRecvMsgSize))
 	}
+	if o.keepaliveInterval > 0 || o.maxConnAge > 0 {
+		opts = append(opts, grpc.KeepaliveParams(o.keepaliveParams()))
+	}
 	if o.keepaliveInterval > 0 {
 		opts = append(opts,
-			grpc.KeepaliveParams(o.keepaliveParams()),
 			// As istiod: clients may ping every interval/2 (Envoy's and
 			// grpc-go's defaults stay below that), also without streams.
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
@@ -64,7 +72,14 @@ func (o *limitOptions) grpcOptions() []grpc.ServerOption {
 // ServerParameters setting (connection age) belongs in this struct too:
 // grpc.KeepaliveParams replaces earlier ones, it does not merge them.
 func (o *limitOptions) keepaliveParams() keepalive.ServerParameters {
-	return keepalive.ServerParameters{Time: o.keepaliveInterval, Timeout: o.keepaliveTimeout}
+	p := keepalive.ServerParameters{Time: o.keepaliveInterval, Timeout: o.keepaliveTimeout}
+	if o.maxConnAge > 0 {
+		p.MaxConnectionAge, p.MaxConnectionAgeGrace = o.maxConnAge, o.maxConnAgeGrace
+		if p.MaxConnectionAgeGrace <= 0 {
+			p.MaxConnectionAgeGrace = time.Millisecond // gRPC reads 0 as never
+		}
+	}
+	return p
 }
 
 // xds returns the xDS server's limits.
