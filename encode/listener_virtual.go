@@ -77,6 +77,12 @@ func VirtualOutboundListener(k *VirtualOutboundKey) (string, proto.Message) {
 	}
 }
 
+// PortMTLS is a workload port's PeerAuthentication mode.
+type PortMTLS struct {
+	Port uint32
+	MTLS ServiceMTLS
+}
+
 // InboundInstance is one service port the proxy serves.
 type InboundInstance struct {
 	Service *index.Service
@@ -102,6 +108,10 @@ type VirtualInboundKey struct {
 	Instances []InboundInstance
 	// MTLS is the workload-wide mode, for ports no service declares.
 	MTLS ServiceMTLS
+	// PassthroughPorts are the ports PeerAuthentication's portLevelMtls
+	// names that no instance serves, by port: each gets passthrough chains
+	// of its own mode.
+	PassthroughPorts []PortMTLS
 	// Authz are the AuthorizationPolicies selecting the workload.
 	Authz AuthzPolicies
 	// RequestAuthn are the RequestAuthentications selecting the workload,
@@ -127,6 +137,11 @@ func (k *VirtualInboundKey) Hash() uint64 {
 		h.U32(uint32(in.MTLS))
 	}
 	h.U32(uint32(k.MTLS))
+	h.Int(len(k.PassthroughPorts))
+	for _, pp := range k.PassthroughPorts {
+		h.U32(pp.Port)
+		h.U32(uint32(pp.MTLS))
+	}
 	k.Authz.hashInto(&h)
 	hashCfgRows(&h, k.RequestAuthn)
 	return h.Sum()
@@ -174,24 +189,11 @@ func VirtualInboundListener(k *VirtualInboundKey) (string, proto.Message) {
 		Filters:          []*listener.Filter{nfMxTCP, lsTCPProxy(blackholeCluster, blackholeCluster)},
 	}}
 	sec := k.security()
-	// Passthrough chains, for ports no service declares.
-	for _, o := range inboundOpts(lsAuto, k.MTLS) {
-		fc := &listener.FilterChain{FilterChainMatch: &listener.FilterChainMatch{ApplicationProtocols: o.alpn, TransportProtocol: o.transport}}
-		if o.http {
-			fc.Name = "virtualInbound-catchall-http"
-			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(sec.withHTTP(lsHCM(hcmOpts{
-				statPrefix:  inboundPassthroughCluster + ";",
-				inbound:     true,
-				routeConfig: inboundRouteConfig(inboundPassthroughCluster, 0, "", 0, index.ProtocolUnknown),
-			})))}
-		} else {
-			fc.Name = VirtualInboundListenerName
-			fc.Filters = sec.tcp(lsTCPProxy(inboundPassthroughCluster, inboundPassthroughCluster))
-		}
-		if o.tls {
-			fc.TransportSocket = k.mtls(o.http)
-		}
-		chains = append(chains, fc)
+	// Passthrough chains, for ports no service declares: workload-wide,
+	// then one set per port PeerAuthentication gives a mode of its own.
+	chains = k.passthroughChains(chains, 0, k.MTLS, sec)
+	for _, pp := range k.PassthroughPorts {
+		chains = k.passthroughChains(chains, pp.Port, pp.MTLS, sec)
 	}
 	// One set of chains per target port; the first instance wins.
 	var seen []uint32
@@ -214,6 +216,34 @@ func VirtualInboundListener(k *VirtualInboundKey) (string, proto.Message) {
 	}
 	l.ListenerFilters = inboundListenerFilters(chains)
 	return VirtualInboundListenerName, l
+}
+
+// passthroughChains appends istiod's passthrough chains (to
+// InboundPassthroughCluster) for mode m, matching destination port port
+// (0: any).
+func (k *VirtualInboundKey) passthroughChains(chains []*listener.FilterChain, port uint32, m ServiceMTLS, sec *inboundSecurity) []*listener.FilterChain {
+	for _, o := range inboundOpts(lsAuto, m) {
+		fc := &listener.FilterChain{FilterChainMatch: &listener.FilterChainMatch{ApplicationProtocols: o.alpn, TransportProtocol: o.transport}}
+		if port != 0 {
+			fc.FilterChainMatch.DestinationPort = wrapperspb.UInt32(port)
+		}
+		if o.http {
+			fc.Name = "virtualInbound-catchall-http"
+			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(sec.withHTTP(lsHCM(hcmOpts{
+				statPrefix:  inboundPassthroughCluster + ";",
+				inbound:     true,
+				routeConfig: inboundRouteConfig(inboundPassthroughCluster, 0, "", 0, index.ProtocolUnknown),
+			})))}
+		} else {
+			fc.Name = VirtualInboundListenerName
+			fc.Filters = sec.tcp(lsTCPProxy(inboundPassthroughCluster, inboundPassthroughCluster))
+		}
+		if o.tls {
+			fc.TransportSocket = k.mtls(o.http)
+		}
+		chains = append(chains, fc)
+	}
+	return chains
 }
 
 func (k *VirtualInboundKey) mtls(http bool) *core.TransportSocket {

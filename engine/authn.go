@@ -28,6 +28,19 @@ func (w *workloadSecurity) portMTLS(port uint32) encode.ServiceMTLS {
 	return w.mtls
 }
 
+// passthroughPorts are the portLevelMtls ports no instance of sc serves
+// (istiod's ForPassthrough), sorted.
+func (w *workloadSecurity) passthroughPorts(sc *Scope) []encode.PortMTLS {
+	var out []encode.PortMTLS
+	for port, m := range w.ports {
+		if !slices.ContainsFunc(sc.Instances, func(in Instance) bool { return in.TargetPort == port }) {
+			out = append(out, encode.PortMTLS{Port: port, MTLS: m})
+		}
+	}
+	slices.SortFunc(out, func(a, b encode.PortMTLS) int { return int(a.Port) - int(b.Port) })
+	return out
+}
+
 // securityOf computes sc's workload security (routers and proxyless
 // clients use the same selection; only what they apply it to differs).
 func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -238,5 +239,65 @@ func TestSecurityLabelsClass(t *testing.T) {
 	}
 	if g := class("a", map[string]string{"team": "x", tlsModeLabel: "istio"}); g.Labels != tlsModeLabel+"=istio" {
 		t.Errorf("labels %q: tlsMode must be kept", g.Labels)
+	}
+}
+
+// TestInboundPassthroughPorts: a portLevelMtls port no service declares
+// gets passthrough chains of its own mode (istiod's ForPassthrough), a
+// service port's mode applies to its own chains, and no two chains of the
+// listener match the same traffic (Envoy would reject the listener).
+func TestInboundPassthroughPorts(t *testing.T) {
+	snap := lrLoad(t, map[string][]byte{"mesh.yaml": []byte(`apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: a}
+spec:
+  clusterIP: 10.96.0.40
+  selector: {app: db}
+  ports: [{name: tcp, port: 5432}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: a, labels: {app: db}}
+spec: {containers: [{name: db, image: db}]}
+status: {podIP: 10.244.0.40}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: db, namespace: a}
+spec:
+  selector: {matchLabels: {app: db}}
+  mtls: {mode: STRICT}
+  portLevelMtls:
+    5432: {mode: DISABLE}
+    9999: {mode: PERMISSIVE}
+`)})
+	sc := scopeFor(snap, sidecarClass("a"), "10.244.0.40")
+	rs, err := buildListeners(sc, encode.DefaultMesh(), verifyCache(), []string{encode.VirtualInboundListenerName}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := decodeListeners(t, rs)[0]
+	validate(t, l)
+	byPort := map[uint32][]string{}
+	seen := map[string]bool{}
+	for _, fc := range l.FilterChains {
+		m := fc.GetFilterChainMatch()
+		p := m.GetDestinationPort().GetValue()
+		sig := fmt.Sprint(p, m.GetTransportProtocol(), m.GetApplicationProtocols())
+		if seen[sig] {
+			t.Errorf("two chains match %s", sig)
+		}
+		seen[sig] = true
+		byPort[p] = append(byPort[p], fc.Name+"/"+m.GetTransportProtocol())
+	}
+	want := map[uint32][]string{
+		0:    {"virtualInbound-catchall-http/tls", "virtualInbound/tls"}, // STRICT
+		5432: {"0.0.0.0_5432/raw_buffer"},                                // DISABLE
+		9999: {"virtualInbound-catchall-http/tls", "virtualInbound-catchall-http/raw_buffer", "virtualInbound/tls", "virtualInbound/raw_buffer", "virtualInbound/tls"},
+	}
+	for p, w := range want {
+		if !slices.Equal(byPort[p], w) {
+			t.Errorf("port %d chains %v, want %v", p, byPort[p], w)
+		}
 	}
 }

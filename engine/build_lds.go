@@ -78,6 +78,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			Instances:                inboundInstances(sc, sec),
 			MTLS:                     sec.mtls,
+			PassthroughPorts:         sec.passthroughPorts(sc),
 			Authz:                    sec.authz,
 			RequestAuthn:             sec.ra,
 		}
