@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	protoenc "google.golang.org/grpc/encoding/proto"
@@ -73,6 +74,14 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*discoveryv3.DiscoveryRequest); ok {
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		defer buf.Free()
+		if err := decodeDiscoveryRequest(buf.ReadOnlyData(), r); err != nil {
+			return fmt.Errorf("serve: unmarshal %T: %w", v, err)
+		}
+		return nil
+	}
 	m, ok := v.(vtUnmarshaler)
 	if !ok {
 		return protoCodec.Unmarshal(data, v)
