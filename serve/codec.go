@@ -14,11 +14,21 @@ import (
 )
 
 // ServerOptions returns the grpc.ServerOptions an XDSServer needs on the
-// *grpc.Server it is registered on: the raw-bytes codec. The codec is a
-// superset of grpc-go's proto codec, so other services on the same server
-// (CA, health, reflection) are unaffected.
+// *grpc.Server it is registered on: the raw-bytes codec (a superset of
+// grpc-go's proto codec, so other services on the same server — CA,
+// health, reflection — are unaffected), and connection buffers sized for
+// many mostly idle streams. gRPC otherwise keeps a 32 KiB read buffer and
+// a 32 KiB write buffer per connection for its whole life, more than all
+// of a proxy's own state here: xDS connections are idle between pushes,
+// so the write buffer goes back to a shared pool after each flush and
+// frames are read straight from the socket (requests are rare and mostly
+// small; a large ACK is read into its own buffer either way).
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ForceServerCodecV2(rawCodec{})}
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(rawCodec{}),
+		grpc.SharedWriteBuffer(true),
+		grpc.ReadBufferSize(0),
+	}
 }
 
 // rawMessage is an already encoded protobuf message, sent as its bytes. The
