@@ -5,12 +5,11 @@ import (
 	"net/http"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/ingest"
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
 // registerDebug adds pilotfish's JSON debug endpoints to the HTTP server.
-func registerDebug(s *serve.HTTPServer, e *engine.Engine, src *ingest.FileSource) {
+func registerDebug(s *serve.HTTPServer, e *engine.Engine, src interface{ Errors() []error }) {
 	s.Handle("/debug/registryz", jsonHandler(func(*http.Request) any { return engine.Registry(e.Snapshot()) }))
 	s.Handle("/debug/configz", jsonHandler(func(*http.Request) any { return engine.Configs(e.Snapshot()) }))
 	s.Handle("/debug/config_errors", jsonHandler(func(*http.Request) any {

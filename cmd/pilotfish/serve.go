@@ -19,7 +19,6 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/index"
-	"github.com/pilotfish-mesh/pilotfish/ingest"
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
@@ -39,17 +38,19 @@ type serveOptions struct {
 	ca                caOptions      // ca.go
 	limits            limitOptions   // serve_limits.go
 	webhook           webhookOptions // webhook.go
+	kube              kubeOptions    // serve_kube.go
 }
 
 func newServeCommand() *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
-		Use:   "serve --config-dir DIR",
+		Use:   "serve [--config-dir DIR] [--kubeconfig PATH]",
 		Short: "Run the control plane: watch config, serve xDS to proxies",
 		Long: `serve reads the mesh's configuration from --config-dir (Kubernetes Services,
 EndpointSlices, Pods, Namespaces and Istio config as YAML or JSON, watched for
-changes), and serves it as Envoy xDS on --grpc-addr to sidecars, gateways and
-proxyless gRPC clients configured for istiod.
+changes) and/or a Kubernetes API server (--kubeconfig, or in-cluster in a pod),
+and serves it as Envoy xDS on --grpc-addr to sidecars, gateways and proxyless
+gRPC clients configured for istiod.
 
 The defaults listen on 127.0.0.1 for local runs. In a cluster, listen on all
 interfaces with istiod's ports: --grpc-addr :15010 --http-addr :15014.
@@ -61,8 +62,11 @@ flag on the command line wins).`,
 		Example: `  # Serve the example mesh
   pilotfish serve --config-dir examples
 
-  # In a cluster, on istiod's ports
-  pilotfish serve --config-dir /etc/mesh --grpc-addr :15010 --http-addr :15014`,
+  # In a cluster, on istiod's ports, watching the pod's API server
+  pilotfish serve --grpc-addr :15010 --http-addr :15014
+
+  # Against a cluster from outside, plus local manifests
+  pilotfish serve --kubeconfig ~/.kube/config --config-dir extra/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -71,7 +75,7 @@ flag on the command line wins).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.configDir, "config-dir", "", "directory of YAML/JSON manifests to serve, watched recursively (required)")
+	f.StringVar(&o.configDir, "config-dir", "", "directory of YAML/JSON manifests to serve, watched recursively (required unless an API server is watched)")
 	f.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:15010", "listen address of the plaintext gRPC server (xDS); istiod's port is 15010")
 	f.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:15014", "listen address of the HTTP server (/ready, /metrics, /debug/...); istiod's port is 15014")
 	f.StringVar(&o.domain, "domain", "cluster.local", "the cluster DNS domain suffix")
@@ -85,6 +89,7 @@ flag on the command line wins).`,
 	addCAFlags(f, &o.ca)
 	addLimitFlags(f, &o.limits)
 	addWebhookFlags(f, &o.webhook)
+	addKubeFlags(f, &o.kube)
 	return cmd
 }
 
@@ -98,12 +103,6 @@ type started struct {
 // runServe wires and runs the server until ctx ends. onStart, if set, is
 // called with the bound addresses once both servers listen.
 func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error {
-	if o.configDir == "" {
-		return errors.New("--config-dir is required")
-	}
-	if fi, err := os.Stat(o.configDir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("--config-dir %q: not a readable directory", o.configDir)
-	}
 	log, err := newLogger(o.logLevel)
 	if err != nil {
 		return err
@@ -116,9 +115,10 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 
 	writer := index.NewWriter()
 	metrics := newMetrics(writer)
-	source := ingest.NewFileSource(writer, ingest.FileSourceOptions{
-		Dir: o.configDir, DomainSuffix: o.domain, Logger: log, Resync: resyncOption(o.resync),
-	})
+	source, err := newSources(o, writer, log) // serve_kube.go
+	if err != nil {
+		return err
+	}
 	eng := engine.New(writer, engine.Options{
 		DebounceAfter:      o.debounceAfter,
 		DebounceMax:        o.debounceMax,
@@ -171,7 +171,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 			log.Error("gRPC server stopped", "err", err)
 		}
 	}()
-	log.Info("pilotfish serving", "version", version, "config-dir", o.configDir, "grpc", lis.Addr().String(), "grpc-tls", secure.tlsAddr(), "http", httpAddr.String())
+	log.Info("pilotfish serving", "version", version, "sources", source.describe(o), "grpc", lis.Addr().String(), "grpc-tls", secure.tlsAddr(), "http", httpAddr.String())
 	if onStart != nil {
 		onStart(started{grpcAddr: lis.Addr(), httpAddr: httpAddr, grpcTLSAddr: secure.tlsAddr(), webhookAddr: webhook.addr()})
 	}

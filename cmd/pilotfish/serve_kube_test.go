@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestKubeConfigRule(t *testing.T) {
+	for _, tc := range []struct {
+		name, kubeconfig, configDir, serviceHost string
+		want                                     string // "none", "in-cluster", or an error substring
+	}{
+		{"local, files only", "", "dir", "", "none"},
+		{"pod without flags watches its cluster", "", "", "10.96.0.1", "in-cluster"},
+		{"pod with --config-dir serves files only", "", "dir", "10.96.0.1", "none"},
+		{"explicit in-cluster outside a pod", "in-cluster", "dir", "", "in-cluster"},
+		{"missing kubeconfig file", "/nonexistent/kubeconfig", "", "", "--kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBERNETES_SERVICE_HOST", tc.serviceHost)
+			t.Setenv("KUBERNETES_SERVICE_PORT", "443")
+			o := kubeOptions{kubeconfig: tc.kubeconfig}
+			cfg, err := o.restConfig(tc.configDir)
+			switch {
+			case tc.want == "none":
+				if cfg != nil || err != nil {
+					t.Errorf("restConfig = %v, %v; want no API server", cfg, err)
+				}
+			case tc.want == "in-cluster":
+				// No service account token here: the in-cluster config is
+				// attempted, and fails on the missing token file.
+				if err == nil || !strings.Contains(err.Error(), "in-cluster") {
+					t.Errorf("restConfig err = %v, want an in-cluster attempt", err)
+				}
+			default:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("restConfig err = %v, want %q", err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestServeNeedsASource(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	err := runServe(context.Background(), &serveOptions{logLevel: "info"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--config-dir, --kubeconfig") {
+		t.Fatalf("err = %v, want a no-source error naming the flags", err)
+	}
+}
