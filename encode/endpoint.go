@@ -333,15 +333,16 @@ func epAddresses(syms *index.Symbols, cands []epCandidate) []string {
 
 // epEndpointPort maps the service port to the port of a group's endpoints:
 // by port name (Kubernetes EndpointSlices, WorkloadEntry ports), else for
-// ServiceEntries the targetPort or the port number. ok is false when the
-// group does not serve the port.
+// ServiceEntries and for the WorkloadEntries a Kubernetes Service selects
+// (a group without ports) the targetPort or the port number. ok is false when the group does not
+// serve the port.
 func epEndpointPort(svc *index.Service, g *index.EndpointGroup, p index.Port) (uint32, bool) {
 	for _, gp := range g.Ports {
 		if gp.Name == p.Name {
 			return gp.Port, true
 		}
 	}
-	if svc.Origin == index.OriginKubernetes {
+	if svc.Origin == index.OriginKubernetes && (g.Pods || len(g.Ports) > 0) {
 		return 0, false
 	}
 	if p.TargetPort != 0 {

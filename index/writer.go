@@ -95,6 +95,8 @@ type applier struct {
 	// endpoint groups; shardsAhead is how many more the batch may need.
 	shardSlab   []EndpointShard
 	shardsAhead int
+	// nsEntries memoizes hasWorkloadEntries for this batch.
+	nsEntries map[Sym]bool
 }
 
 // shardSlabLen bounds one allocation of new shards (and so what one
@@ -142,27 +144,26 @@ func (a *applier) config(kind ConfigKind) *tableTxn[ConfigKey, Config] {
 
 // reserve sizes the transactions for the batch's puts.
 func (a *applier) reserve(b *Batch) {
-	a.namespaces.reserve(len(b.namespaces))
-	a.workloads.reserve(len(b.workloads))
-	a.services.reserve(len(b.services))
+	a.namespaces.reserve(b.namespaces.n)
+	a.workloads.reserve(b.workloads.n)
+	a.services.reserve(b.services.n)
 	var perKind [NumConfigKinds]int
-	for i := range b.configs {
-		perKind[b.configs[i].row.Kind]++
+	for op := range b.configs.all {
+		perKind[op.row.Kind]++
 	}
 	for k, n := range perKind {
 		if n > 0 {
 			a.config(ConfigKind(k)).reserve(n)
 		}
 	}
-	a.endpoints.reserve(len(b.endpoints))
-	a.shardsAhead = len(b.endpoints)
-	a.shardsChanged = slices.Grow(a.shardsChanged, len(b.endpoints))
+	a.endpoints.reserve(b.endpoints.n)
+	a.shardsAhead = b.endpoints.n
+	a.shardsChanged = slices.Grow(a.shardsChanged, b.endpoints.n)
 }
 
 func (a *applier) apply(b *Batch) {
 	a.reserve(b)
-	for i := range b.namespaces {
-		op := &b.namespaces[i]
+	for op := range b.namespaces.all {
 		if op.delete {
 			a.namespaces.delete(symKey(op.row.Name))
 		} else {
@@ -170,8 +171,7 @@ func (a *applier) apply(b *Batch) {
 		}
 	}
 	var workloadsChanged []workloadChange
-	for i := range b.workloads {
-		op := &b.workloads[i]
+	for op := range b.workloads.all {
 		var old Workload
 		if r, _, ok := a.workloads.get(op.row.Key); ok {
 			old = *r
@@ -187,8 +187,7 @@ func (a *applier) apply(b *Batch) {
 		}
 	}
 	var selectorServices []ServiceKey
-	for i := range b.services {
-		op := &b.services[i]
+	for op := range b.services.all {
 		if op.delete {
 			if old, _, ok := a.services.get(op.row.Key); ok && old.HasSelector {
 				selectorServices = append(selectorServices, op.row.Key)
@@ -196,12 +195,12 @@ func (a *applier) apply(b *Batch) {
 			a.services.delete(op.row.Key)
 			continue
 		}
-		if _, changed := a.services.put(&op.row); changed && op.row.HasSelector && op.row.Origin == OriginServiceEntry {
+		if _, changed := a.services.put(&op.row); changed && op.row.HasSelector &&
+			(op.row.Origin == OriginServiceEntry || a.hasWorkloadEntries(op.row.Key.Namespace)) {
 			selectorServices = append(selectorServices, op.row.Key)
 		}
 	}
-	for i := range b.configs {
-		op := &b.configs[i]
+	for op := range b.configs.all {
 		t := a.config(op.row.Kind)
 		if op.delete {
 			t.delete(op.row.Key)
@@ -209,7 +208,7 @@ func (a *applier) apply(b *Batch) {
 			t.put(&op.row)
 		}
 	}
-	for _, op := range b.endpoints {
+	for op := range b.endpoints.all {
 		a.putGroup(op.service, op.group, op.delete, true)
 	}
 	// Joins: endpoints that reference changed workloads, and ServiceEntries
@@ -218,7 +217,7 @@ func (a *applier) apply(b *Batch) {
 		if wc.new.Key.Kind == WorkloadPod {
 			a.reresolvePod(wc)
 		}
-		selectorServices = append(selectorServices, a.selectorServicesIn(wc.new.Key.Namespace)...)
+		selectorServices = append(selectorServices, a.selectorServicesIn(wc.new.Key.Namespace, wc.new.Key.Kind == WorkloadEntry)...)
 	}
 	for _, svc := range dedupSorted(selectorServices) {
 		a.reselect(svc)
@@ -343,15 +342,37 @@ func (a *applier) reresolvePod(wc workloadChange) {
 	}
 }
 
-// selectorServicesIn returns the ServiceEntries with a workload selector in ns.
-func (a *applier) selectorServicesIn(ns Sym) []ServiceKey {
+// selectorServicesIn returns the ServiceEntries with a workload selector in
+// ns, and with entries set the Kubernetes Services with one too (they
+// select WorkloadEntries, as istiod's PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES
+// does by default; their Pods come from EndpointSlices).
+func (a *applier) selectorServicesIn(ns Sym, entries bool) []ServiceKey {
 	var out []ServiceKey
 	for _, s := range a.servicesIn(ns) {
-		if s.HasSelector && s.Origin == OriginServiceEntry {
+		if s.HasSelector && (s.Origin == OriginServiceEntry || entries && s.Origin == OriginKubernetes) {
 			out = append(out, s.Key)
 		}
 	}
 	return out
+}
+
+// hasWorkloadEntries reports whether ns holds a WorkloadEntry as of this
+// batch (memoized per Apply): only then can a Kubernetes Service select
+// one, so namespaces of Pods only pay nothing.
+func (a *applier) hasWorkloadEntries(ns Sym) bool {
+	if v, ok := a.nsEntries[ns]; ok {
+		return v
+	}
+	found := false
+	a.workloads.lookup(indexPos(workloadSpec.indexes, WorkloadsByNamespace), uint64(ns), func(w *Workload) bool {
+		found = w.Key.Kind == WorkloadEntry
+		return !found
+	})
+	if a.nsEntries == nil {
+		a.nsEntries = map[Sym]bool{}
+	}
+	a.nsEntries[ns] = found
+	return found
 }
 
 // servicesIn returns the live services of ns as of this batch.
@@ -364,11 +385,12 @@ func (a *applier) servicesIn(ns Sym) []*Service {
 	return out
 }
 
-// reselect recomputes the endpoint group a ServiceEntry's workload selector
-// contributes: every WorkloadEntry and Pod of its namespace that matches.
+// reselect recomputes the endpoint group a workload selector contributes:
+// for a ServiceEntry every WorkloadEntry and Pod of its namespace that
+// matches, for a Kubernetes Service every matching WorkloadEntry.
 func (a *applier) reselect(svc ServiceKey) {
 	s, _, ok := a.services.get(svc)
-	if !ok || !s.HasSelector || s.Origin != OriginServiceEntry {
+	if !ok || !s.HasSelector || (s.Origin != OriginServiceEntry && s.Origin != OriginKubernetes) {
 		a.putGroup(svc, EndpointGroup{Source: a.selected}, true, true)
 		return
 	}
@@ -376,7 +398,7 @@ func (a *applier) reselect(svc ServiceKey) {
 	var ports []EndpointPort
 	for _, id := range a.workloadIDsIn(svc.Namespace) {
 		w := &a.workloads.rows.v.At(id).row
-		if !a.w.labels.Matches(s.Selector, w.Labels) {
+		if !a.w.labels.Matches(s.Selector, w.Labels) || (s.Origin == OriginKubernetes && w.Key.Kind != WorkloadEntry) {
 			continue
 		}
 		eps = append(eps, Endpoint{Addr: w.Addr, Workload: w.Key.Name, Locality: w.Locality})
