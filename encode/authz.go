@@ -84,14 +84,18 @@ var rbacNever = &rbac.Policy{
 	Principals:  []*rbac.Principal{{Identifier: &rbac.Principal_NotId{NotId: &rbac.Principal{Identifier: &rbac.Principal_Any{Any: true}}}}},
 }
 
-// rules translates a group's policies. Rules that cannot be translated
-// are left out (see azPolicy).
-func (g azGroup) rules(syms *index.Symbols, t azTarget) *rbac.RBAC {
-	out := &rbac.RBAC{Action: g.action, Policies: map[string]*rbac.Policy{}}
+// rules translates a group's enforced policies (dry-run ones when shadow
+// is set). Rules that cannot be translated are left out (see azPolicy).
+// nil when no policy of the group is of that kind.
+func (g azGroup) rules(syms *index.Symbols, t azTarget, shadow bool) *rbac.RBAC {
+	var out *rbac.RBAC
 	for _, c := range g.policies {
 		ap, ok := c.Spec.(*security.AuthorizationPolicy)
-		if !ok {
+		if !ok || c.DryRun != shadow {
 			continue
+		}
+		if out == nil {
+			out = &rbac.RBAC{Action: g.action, Policies: map[string]*rbac.Policy{}}
 		}
 		ns, name := syms.String(c.Key.Namespace), syms.String(c.Key.Name)
 		for i, r := range ap.GetRules() {
@@ -111,6 +115,18 @@ func (g azGroup) rules(syms *index.Symbols, t azTarget) *rbac.RBAC {
 	return out
 }
 
+// shadowStatPrefix is istiod's: by the shadow rules' action, ALLOW's for
+// none (a nil RBAC's action reads as ALLOW).
+func shadowStatPrefix(shadow *rbac.RBAC) string {
+	switch shadow.GetAction() {
+	case rbac.RBAC_ALLOW:
+		return rbacShadowStatPrefix
+	case rbac.RBAC_DENY:
+		return "istio_dry_run_deny_"
+	}
+	return ""
+}
+
 func azPolicyName(ns, name string, i int, t azTarget) string {
 	if t == azGRPC {
 		return fmt.Sprintf("%s-%s-%d", ns, name, i) // istiod's grpcgen names
@@ -122,9 +138,11 @@ func azPolicyName(ns, name string, i int, t azTarget) string {
 func authzHTTPFilters(syms *index.Symbols, a *AuthzPolicies) []*hcm.HttpFilter {
 	var out []*hcm.HttpFilter
 	for _, g := range a.groups() {
+		shadow := g.rules(syms, azHTTP, true)
 		out = append(out, hfTyped(rbacHTTPFilterName, &rbachttp.RBAC{
-			Rules:                 g.rules(syms, azHTTP),
-			ShadowRulesStatPrefix: rbacShadowStatPrefix,
+			Rules:                 g.rules(syms, azHTTP, false),
+			ShadowRules:           shadow,
+			ShadowRulesStatPrefix: shadowStatPrefix(shadow),
 		}))
 	}
 	return out
@@ -134,10 +152,12 @@ func authzHTTPFilters(syms *index.Symbols, a *AuthzPolicies) []*hcm.HttpFilter {
 func authzTCPFilters(syms *index.Symbols, a *AuthzPolicies) []*listener.Filter {
 	var out []*listener.Filter
 	for _, g := range a.groups() {
+		shadow := g.rules(syms, azTCP, true)
 		out = append(out, &listener.Filter{Name: rbacTCPFilterName, ConfigType: &listener.Filter_TypedConfig{TypedConfig: rtAny(&rbactcp.RBAC{
-			Rules:                 g.rules(syms, azTCP),
+			Rules:                 g.rules(syms, azTCP, false),
+			ShadowRules:           shadow,
 			StatPrefix:            rbacTCPStatPrefix,
-			ShadowRulesStatPrefix: rbacShadowStatPrefix,
+			ShadowRulesStatPrefix: shadowStatPrefix(shadow),
 		})}})
 	}
 	return out
@@ -145,20 +165,20 @@ func authzTCPFilters(syms *index.Symbols, a *AuthzPolicies) []*listener.Filter {
 
 // authzGRPCFilters are istiod's grpcgen RBAC filters for an xDS-enabled
 // gRPC server: gRPC supports ALLOW and DENY only, so DENY (root and
-// namespace, and CUSTOM failing closed) comes first, then ALLOW; AUDIT is
-// not sent.
+// namespace, and CUSTOM failing closed) comes first, then ALLOW; AUDIT and
+// dry-run policies are not sent.
 func authzGRPCFilters(syms *index.Symbols, a *AuthzPolicies) []*hcm.HttpFilter {
 	var out []*hcm.HttpFilter
 	deny := azGroup{action: rbac.RBAC_DENY}
 	deny.policies = append(deny.policies, a.Custom...)
 	deny.policies = append(deny.policies, a.RootDeny...)
 	deny.policies = append(deny.policies, a.Deny...)
-	if r := deny.rules(syms, azGRPC); len(r.Policies) > 0 {
+	if r := deny.rules(syms, azGRPC, false); len(r.GetPolicies()) > 0 {
 		out = append(out, hfTyped(rbacGRPCDenyFilterName, &rbachttp.RBAC{Rules: r}))
 	}
-	if len(a.Allow) > 0 {
-		// An ALLOW filter whose rules all failed still allows nothing.
-		out = append(out, hfTyped(rbacHTTPFilterName, &rbachttp.RBAC{Rules: azGroup{rbac.RBAC_ALLOW, a.Allow}.rules(syms, azGRPC)}))
+	// An ALLOW filter whose rules all failed still allows nothing.
+	if r := (azGroup{rbac.RBAC_ALLOW, a.Allow}).rules(syms, azGRPC, false); r != nil {
+		out = append(out, hfTyped(rbacHTTPFilterName, &rbachttp.RBAC{Rules: r}))
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	rbac "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	rbachttp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 
@@ -163,14 +164,16 @@ func TestAuthzFilters(t *testing.T) {
 		"methods-only":  `{rules: [{to: [{operation: {methods: [GET]}}]}]}`,
 		"deny":          `{action: DENY, rules: [{}]}`,
 		"audit":         `{action: AUDIT, rules: [{}]}`,
+		"dry-deny":      `{action: DENY, rules: [{to: [{operation: {paths: [/x]}}]}]}`,
 	} {
 		rows[name] = []*index.Config{{
-			Kind: index.ConfigAuthorizationPolicy,
-			Key:  index.ConfigKey{Namespace: syms.Intern("shop"), Name: syms.Intern(name)},
-			Spec: policy(y),
+			Kind:   index.ConfigAuthorizationPolicy,
+			Key:    index.ConfigKey{Namespace: syms.Intern("shop"), Name: syms.Intern(name)},
+			Spec:   policy(y),
+			DryRun: name == "dry-deny",
 		}}
 	}
-	a := &AuthzPolicies{Audit: rows["audit"], Deny: rows["deny"], Allow: append(rows["allow-nothing"], rows["methods-only"]...)}
+	a := &AuthzPolicies{Audit: rows["audit"], Deny: append(rows["deny"], rows["dry-deny"]...), Allow: append(rows["allow-nothing"], rows["methods-only"]...)}
 	var actions []string
 	for _, f := range authzTCPFilters(syms, a) {
 		actions = append(actions, f.Name)
@@ -182,17 +185,29 @@ func TestAuthzFilters(t *testing.T) {
 	if len(groups) != 3 || groups[0].action != rbac.RBAC_LOG || groups[1].action != rbac.RBAC_DENY || groups[2].action != rbac.RBAC_ALLOW {
 		t.Fatalf("groups %v", groups)
 	}
-	allowTCP := groups[2].rules(syms, azTCP)
+	allowTCP := groups[2].rules(syms, azTCP, false)
 	if len(allowTCP.Policies) != 1 || allowTCP.Policies["ns[shop]-policy[allow-nothing]-rule[0]"] != rbacNever {
 		t.Errorf("ALLOW on TCP: %v (want only allow-nothing's never-matching policy; methods-only is HTTP-only)", allowTCP.Policies)
 	}
-	allowHTTP := groups[2].rules(syms, azHTTP)
+	allowHTTP := groups[2].rules(syms, azHTTP, false)
 	if len(allowHTTP.Policies) != 2 {
 		t.Errorf("ALLOW on HTTP: %d policies, want 2", len(allowHTTP.Policies))
+	}
+	// A dry-run policy goes to the shadow rules of its action's filter.
+	deny := &rbachttp.RBAC{}
+	if err := authzHTTPFilters(syms, a)[1].GetTypedConfig().UnmarshalTo(deny); err != nil {
+		t.Fatal(err)
+	}
+	_, enforced := deny.GetRules().GetPolicies()["ns[shop]-policy[deny]-rule[0]"]
+	_, shadowed := deny.GetShadowRules().GetPolicies()["ns[shop]-policy[dry-deny]-rule[0]"]
+	if !enforced || !shadowed || len(deny.GetRules().GetPolicies()) != 1 || deny.ShadowRulesStatPrefix != "istio_dry_run_deny_" {
+		t.Errorf("DENY filter: rules %v, shadow rules %v, prefix %q", deny.GetRules().GetPolicies(), deny.GetShadowRules().GetPolicies(), deny.ShadowRulesStatPrefix)
 	}
 	grpc := authzGRPCFilters(syms, a)
 	if len(grpc) != 2 || grpc[0].Name != rbacGRPCDenyFilterName || grpc[1].Name != rbacHTTPFilterName {
 		t.Errorf("gRPC filters: %v", grpc)
+	} else if err := grpc[0].GetTypedConfig().UnmarshalTo(deny); err != nil || len(deny.GetRules().GetPolicies()) != 1 || deny.ShadowRules != nil {
+		t.Errorf("gRPC DENY filter %v (%v): want the enforced policy only, no dry run", deny, err)
 	}
 	if err := rbacNever.ValidateAll(); err != nil {
 		t.Error(err)

@@ -301,3 +301,20 @@ spec:
 		}
 	}
 }
+
+// TestDryRunPolicy: the istio.io/dry-run annotation reaches the row, and
+// the policy's rules become shadow rules of its action's filter.
+func TestDryRunPolicy(t *testing.T) {
+	snap := lrLoad(t, map[string][]byte{"p.yaml": []byte(`apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: try-deny, namespace: a, annotations: {istio.io/dry-run: "true"}}
+spec:
+  action: DENY
+  rules: [{to: [{operation: {paths: [/admin]}}]}]
+`)})
+	class := sidecarClass("a")
+	w := securityOf(NewScope(snap, class), encode.DefaultMesh())
+	if len(w.authz.Deny) != 1 || !w.authz.Deny[0].DryRun {
+		t.Fatalf("DENY policies %v: want the dry-run one", w.authz.Deny)
+	}
+}

@@ -55,8 +55,11 @@ type Config struct {
 	Selector    LabelSetID
 	HasSelector bool
 	Labels      LabelSetID
-	ExportTo    ExportTo
-	Generation  int64
+	// DryRun is an AuthorizationPolicy's istio.io/dry-run annotation: its
+	// rules are evaluated and logged, not enforced.
+	DryRun     bool
+	ExportTo   ExportTo
+	Generation int64
 	// SourceFile and SourceLine say where the object came from (a file of
 	// the file source; 0 for objects from an API server).
 	SourceFile Sym

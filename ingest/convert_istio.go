@@ -53,6 +53,7 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, hos
 		row.ExportTo = c.exportTo(s.ExportTo)
 	case *security.AuthorizationPolicy:
 		selector, hasSelector = workloadSelector(s.Selector)
+		row.DryRun, _ = strconv.ParseBool(o.Meta.Annotations["istio.io/dry-run"]) // validation reports a bad value
 	case *security.PeerAuthentication:
 		selector, hasSelector = workloadSelector(s.Selector)
 	case *security.RequestAuthentication:
