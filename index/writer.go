@@ -144,26 +144,27 @@ func (a *applier) config(kind ConfigKind) *tableTxn[ConfigKey, Config] {
 
 // reserve sizes the transactions for the batch's puts.
 func (a *applier) reserve(b *Batch) {
-	a.namespaces.reserve(b.namespaces.n)
-	a.workloads.reserve(b.workloads.n)
-	a.services.reserve(b.services.n)
+	a.namespaces.reserve(len(b.namespaces))
+	a.workloads.reserve(len(b.workloads))
+	a.services.reserve(len(b.services))
 	var perKind [NumConfigKinds]int
-	for op := range b.configs.all {
-		perKind[op.row.Kind]++
+	for i := range b.configs {
+		perKind[b.configs[i].row.Kind]++
 	}
 	for k, n := range perKind {
 		if n > 0 {
 			a.config(ConfigKind(k)).reserve(n)
 		}
 	}
-	a.endpoints.reserve(b.endpoints.n)
-	a.shardsAhead = b.endpoints.n
-	a.shardsChanged = slices.Grow(a.shardsChanged, b.endpoints.n)
+	a.endpoints.reserve(len(b.endpoints))
+	a.shardsAhead = len(b.endpoints)
+	a.shardsChanged = slices.Grow(a.shardsChanged, len(b.endpoints))
 }
 
 func (a *applier) apply(b *Batch) {
 	a.reserve(b)
-	for op := range b.namespaces.all {
+	for i := range b.namespaces {
+		op := &b.namespaces[i]
 		if op.delete {
 			a.namespaces.delete(symKey(op.row.Name))
 		} else {
@@ -171,7 +172,8 @@ func (a *applier) apply(b *Batch) {
 		}
 	}
 	var workloadsChanged []workloadChange
-	for op := range b.workloads.all {
+	for i := range b.workloads {
+		op := &b.workloads[i]
 		var old Workload
 		if r, _, ok := a.workloads.get(op.row.Key); ok {
 			old = *r
@@ -187,7 +189,8 @@ func (a *applier) apply(b *Batch) {
 		}
 	}
 	var selectorServices []ServiceKey
-	for op := range b.services.all {
+	for i := range b.services {
+		op := &b.services[i]
 		if op.delete {
 			if old, _, ok := a.services.get(op.row.Key); ok && old.HasSelector {
 				selectorServices = append(selectorServices, op.row.Key)
@@ -200,7 +203,8 @@ func (a *applier) apply(b *Batch) {
 			selectorServices = append(selectorServices, op.row.Key)
 		}
 	}
-	for op := range b.configs.all {
+	for i := range b.configs {
+		op := &b.configs[i]
 		t := a.config(op.row.Kind)
 		if op.delete {
 			t.delete(op.row.Key)
@@ -208,7 +212,7 @@ func (a *applier) apply(b *Batch) {
 			t.put(&op.row)
 		}
 	}
-	for op := range b.endpoints.all {
+	for _, op := range b.endpoints {
 		a.putGroup(op.service, op.group, op.delete, true)
 	}
 	// Joins: endpoints that reference changed workloads, and ServiceEntries
