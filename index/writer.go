@@ -144,27 +144,26 @@ func (a *applier) config(kind ConfigKind) *tableTxn[ConfigKey, Config] {
 
 // reserve sizes the transactions for the batch's puts.
 func (a *applier) reserve(b *Batch) {
-	a.namespaces.reserve(len(b.namespaces))
-	a.workloads.reserve(len(b.workloads))
-	a.services.reserve(len(b.services))
+	a.namespaces.reserve(b.namespaces.n)
+	a.workloads.reserve(b.workloads.n)
+	a.services.reserve(b.services.n)
 	var perKind [NumConfigKinds]int
-	for i := range b.configs {
-		perKind[b.configs[i].row.Kind]++
+	for op := range b.configs.all {
+		perKind[op.row.Kind]++
 	}
 	for k, n := range perKind {
 		if n > 0 {
 			a.config(ConfigKind(k)).reserve(n)
 		}
 	}
-	a.endpoints.reserve(len(b.endpoints))
-	a.shardsAhead = len(b.endpoints)
-	a.shardsChanged = slices.Grow(a.shardsChanged, len(b.endpoints))
+	a.endpoints.reserve(b.endpoints.n)
+	a.shardsAhead = b.endpoints.n
+	a.shardsChanged = slices.Grow(a.shardsChanged, b.endpoints.n)
 }
 
 func (a *applier) apply(b *Batch) {
 	a.reserve(b)
-	for i := range b.namespaces {
-		op := &b.namespaces[i]
+	for op := range b.namespaces.all {
 		if op.delete {
 			a.namespaces.delete(symKey(op.row.Name))
 		} else {
@@ -172,8 +171,7 @@ func (a *applier) apply(b *Batch) {
 		}
 	}
 	var workloadsChanged []workloadChange
-	for i := range b.workloads {
-		op := &b.workloads[i]
+	for op := range b.workloads.all {
 		var old Workload
 		if r, _, ok := a.workloads.get(op.row.Key); ok {
 			old = *r
@@ -189,8 +187,7 @@ func (a *applier) apply(b *Batch) {
 		}
 	}
 	var selectorServices []ServiceKey
-	for i := range b.services {
-		op := &b.services[i]
+	for op := range b.services.all {
 		if op.delete {
 			if old, _, ok := a.services.get(op.row.Key); ok && old.HasSelector {
 				selectorServices = append(selectorServices, op.row.Key)
@@ -203,8 +200,7 @@ func (a *applier) apply(b *Batch) {
 			selectorServices = append(selectorServices, op.row.Key)
 		}
 	}
-	for i := range b.configs {
-		op := &b.configs[i]
+	for op := range b.configs.all {
 		t := a.config(op.row.Kind)
 		if op.delete {
 			t.delete(op.row.Key)
@@ -212,7 +208,7 @@ func (a *applier) apply(b *Batch) {
 			t.put(&op.row)
 		}
 	}
-	for _, op := range b.endpoints {
+	for op := range b.endpoints.all {
 		a.putGroup(op.service, op.group, op.delete, true)
 	}
 	// Joins: endpoints that reference changed workloads, and ServiceEntries
