@@ -48,9 +48,12 @@ func (a *changeAccumulator) add(_ *index.Snapshot, cs *index.ChangeSet) {
 		p.scoped = p.scoped.add(cs, p.full)
 		p.full = true
 	}
-	// Sidecars and Gateways select proxies by labels: they change classes.
+	// Sidecars, Gateways and security policies select proxies by labels:
+	// they change classes.
 	if len(cs.Services) > 0 || len(cs.Workloads) > 0 ||
-		len(cs.Configs[index.ConfigSidecar]) > 0 || len(cs.Configs[index.ConfigGateway]) > 0 {
+		len(cs.Configs[index.ConfigSidecar]) > 0 || len(cs.Configs[index.ConfigGateway]) > 0 ||
+		len(cs.Configs[index.ConfigPeerAuthentication]) > 0 || len(cs.Configs[index.ConfigAuthorizationPolicy]) > 0 ||
+		len(cs.Configs[index.ConfigRequestAuthentication]) > 0 {
 		p.instances = true
 	}
 	if len(cs.Endpoints) > 0 {
