@@ -8,8 +8,12 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
-// registerDebug adds pilotfish's JSON debug endpoints to the HTTP server.
-func registerDebug(s *serve.HTTPServer, e *engine.Engine, src interface{ Errors() []error }) {
+// registerDebug adds pilotfish's JSON debug endpoints to the HTTP server:
+// these, and the per-proxy ones of debug_xds.go.
+func registerDebug(s *serve.HTTPServer, e *engine.Engine, src interface{ Errors() []error }, x *serve.XDSServer, ps *pushStatus) {
+	registerXDSDebug(s, e, x)
+	s.Handle("/debug/endpointz", jsonHandler(func(*http.Request) any { return endpointz(e.Snapshot()) }))
+	s.Handle("/debug/push_status", jsonHandler(func(*http.Request) any { return ps.view() }))
 	s.Handle("/debug/registryz", jsonHandler(func(*http.Request) any { return engine.Registry(e.Snapshot()) }))
 	s.Handle("/debug/configz", jsonHandler(func(*http.Request) any { return engine.Configs(e.Snapshot()) }))
 	s.Handle("/debug/config_errors", jsonHandler(func(*http.Request) any {
@@ -20,7 +24,7 @@ func registerDebug(s *serve.HTTPServer, e *engine.Engine, src interface{ Errors(
 		}
 		return out
 	}))
-	s.Handle("/debug/cachez", jsonHandler(func(*http.Request) any { return e.Cache().Stats() }))
+	s.Handle("/debug/cachez", jsonHandler(func(*http.Request) any { return cachez(e.Cache()) }))
 }
 
 func jsonHandler(view func(*http.Request) any) http.Handler {

@@ -24,6 +24,11 @@ type metrics struct {
 	queueTime   prometheus.Histogram
 	debounce    *prometheus.HistogramVec
 	triggers    *prometheus.CounterVec
+	pushTime    *prometheus.HistogramVec
+	pushErrors  *prometheus.CounterVec
+	pushCycles  *prometheus.CounterVec
+	// push follows the last push for /debug/push_status (debug_push.go).
+	push *pushStatus
 }
 
 func newMetrics(w *index.Writer) *metrics {
@@ -43,8 +48,16 @@ func newMetrics(w *index.Writer) *metrics {
 			[]string{"fast_path"}),
 		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pilotfish_push_triggers_total", Help: "Proxies a push was queued for, by reason (config, endpoint)."},
 			[]string{"reason"}),
+		pushTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pilot_xds_push_time", Help: "Time to generate and send one xDS response to one proxy, in seconds, by type.", Buckets: latency},
+			[]string{"type"}),
+		pushErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pilot_xds_push_errors", Help: "Pushes to a proxy that failed, by type and reason (send_error, generate, timeout, panic)."},
+			[]string{"type", "reason"}),
+		pushCycles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pilotfish_pushes_total", Help: "Pushes started, by reason: config (every proxy, every type) or endpoint (the endpoint fast path)."},
+			[]string{"reason"}),
+		push: &pushStatus{snap: w.Snapshot},
 	}
 	m.registry.MustRegister(m.proxies, m.pushes, m.configSize, m.rejects, m.convergence, m.queueTime, m.debounce, m.triggers,
+		m.pushTime, m.pushErrors, m.pushCycles,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pilot_services", Help: "Number of services known to the control plane."},
 			func() float64 { return float64(w.Snapshot().NumServices()) }),
@@ -113,6 +126,8 @@ type engineMetrics struct{ m *metrics }
 func (e engineMetrics) Proxies(n int) { e.m.proxies.Set(float64(n)) }
 func (e engineMetrics) PushQueued(reason string, n int) {
 	e.m.triggers.WithLabelValues(reason).Add(float64(n))
+	e.m.pushCycles.WithLabelValues(reason).Inc()
+	e.m.push.queued(reason, n)
 }
 func (e engineMetrics) QueueTime(d time.Duration) { e.m.queueTime.Observe(d.Seconds()) }
 func (e engineMetrics) Converged(_ string, d time.Duration) {
@@ -125,6 +140,7 @@ func (e engineMetrics) Debounced(d time.Duration, fastPath bool) {
 		l = "true"
 	}
 	e.m.debounce.WithLabelValues(l).Observe(d.Seconds())
+	e.m.push.debounced(d)
 }
 
 type xdsMetrics struct {
@@ -136,6 +152,15 @@ func (x xdsMetrics) Pushed(typeURL string, bytes int) {
 	t := typeLabel(typeURL)
 	x.m.pushes.WithLabelValues(t).Inc()
 	x.m.configSize.WithLabelValues(t).Observe(float64(bytes))
+	x.m.push.sent(t, bytes)
+}
+
+func (x xdsMetrics) PushTime(typeURL string, d time.Duration) {
+	x.m.pushTime.WithLabelValues(typeLabel(typeURL)).Observe(d.Seconds())
+}
+
+func (x xdsMetrics) PushError(typeURL, reason string) {
+	x.m.pushErrors.WithLabelValues(typeLabel(typeURL), reason).Inc()
 }
 
 func (x xdsMetrics) Rejected(typeURL string) { x.m.rejects.WithLabelValues(typeLabel(typeURL)).Inc() }

@@ -38,6 +38,7 @@ every proxy, like istiod, at a fraction of the cost.`,
 	root.AddCommand(newValidateCommand())
 	root.AddCommand(newLoadgenCommand())
 	root.AddCommand(newBenchCommand())
+	root.AddCommand(newProxyStatusCommand())
 	root.AddCommand(newVersionCommand())
 	return root
 }

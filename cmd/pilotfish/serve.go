@@ -131,7 +131,8 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	metrics.watchCache(eng.Cache())
 
 	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
-	xdsServer := serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds()})
+	xdsServer := serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
+		ControlPlaneID: controlPlaneID(), Debug: xdsDebug})
 	xdsServer.Register(grpcServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
 	o.ca.grpcOptions = o.limits.grpcOptions() // the TLS server's too (serve_limits.go)
@@ -151,7 +152,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return fmt.Errorf("gRPC listen on %s: %w", o.grpcAddr, err)
 	}
 	httpServer := serve.NewHTTPServer(serve.HTTPOptions{Addr: o.httpAddr, Ready: source.Synced, Gatherer: metrics.registry, Logger: log})
-	registerDebug(httpServer, eng, source)
+	registerDebug(httpServer, eng, source, xdsServer, metrics.push)
 	httpAddr, err := httpServer.Start()
 	if err != nil {
 		lis.Close()
