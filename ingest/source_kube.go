@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -32,6 +33,10 @@ type KubeSourceOptions struct {
 	// for Istio CRDs installed or removed after start; default 10s.
 	DiscoveryInterval time.Duration
 	Logger            *slog.Logger
+	// KeepWholeObjects caches objects as the API server sends them and cuts
+	// them down only when they are converted: it exists to measure what the
+	// transforms save, at a cost in memory and CPU no server should pay.
+	KeepWholeObjects bool
 }
 
 // KubeSource applies the objects of a Kubernetes API server to the index
@@ -62,11 +67,12 @@ type KubeSource struct {
 
 // kubeWatch is one running informer.
 type kubeWatch struct {
-	kind     Kind
-	informer cache.SharedIndexInformer
-	reg      cache.ResourceEventHandlerRegistration
-	cancel   context.CancelFunc
-	stopped  atomic.Bool // events after a stop are dropped
+	kind      Kind
+	transform cache.TransformFunc
+	informer  cache.SharedIndexInformer
+	reg       cache.ResourceEventHandlerRegistration
+	cancel    context.CancelFunc
+	stopped   atomic.Bool // events after a stop are dropped
 }
 
 // NewKubeSource returns a source reading opts.Client (and opts.Istio)
@@ -169,10 +175,12 @@ func (s *KubeSource) waitForInitialSync(ctx context.Context) bool {
 // start runs an informer for kind with its transform and the source's
 // handlers, under a context of its own so that it can be stopped alone.
 func (s *KubeSource) start(ctx context.Context, kind Kind, inf cache.SharedIndexInformer, transform cache.TransformFunc) {
-	if err := inf.SetTransform(transform); err != nil {
-		panic("ingest: SetTransform on a new informer: " + err.Error()) // only fails once started
+	w := &kubeWatch{kind: kind, informer: inf, transform: transform}
+	if !s.opts.KeepWholeObjects {
+		if err := inf.SetTransform(transform); err != nil {
+			panic("ingest: SetTransform on a new informer: " + err.Error()) // only fails once started
+		}
 	}
-	w := &kubeWatch{kind: kind, informer: inf}
 	reg, err := inf.AddEventHandler(s.handler(w))
 	if err != nil {
 		panic("ingest: AddEventHandler on a new informer: " + err.Error()) // only fails once stopped
@@ -248,8 +256,9 @@ func (s *KubeSource) signal() {
 // dropped here.
 func (s *KubeSource) handler(w *kubeWatch) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { s.put(w, obj) },
+		AddFunc: func(obj any) { s.put(w, s.view(w, obj)) },
 		UpdateFunc: func(old, obj any) {
+			old, obj = s.view(w, old), s.view(w, obj)
 			if !changed(old, obj) {
 				return
 			}
@@ -260,7 +269,7 @@ func (s *KubeSource) handler(w *kubeWatch) cache.ResourceEventHandler {
 				return
 			}
 			if w.kind == KindUnknown {
-				s.deleteNode(obj)
+				s.deleteNode(s.view(w, obj))
 				return
 			}
 			var key ObjectKey
@@ -413,7 +422,7 @@ func (s *KubeSource) reputOnNodes(b *index.Batch, moved map[string]bool, done ma
 	s.mu.Unlock()
 	if pods != nil {
 		for _, obj := range pods.informer.GetStore().List() {
-			p, ok := obj.(*kubePod)
+			p, ok := s.view(pods, obj).(*kubePod)
 			if !ok || !moved[p.NodeName] {
 				continue
 			}
@@ -428,9 +437,22 @@ func (s *KubeSource) reputOnNodes(b *index.Batch, moved map[string]bool, done ma
 			if !ok || hasKey(done, k) || !sliceOnNodes(obj, moved) {
 				continue
 			}
-			s.apply(b, k, obj)
+			s.apply(b, k, s.view(slices, obj))
 		}
 	}
+}
+
+// view is the transformed object: the cached one, or with
+// KeepWholeObjects a transformed copy of it.
+func (s *KubeSource) view(w *kubeWatch, obj any) any {
+	if !s.opts.KeepWholeObjects {
+		return obj
+	}
+	if o, ok := obj.(runtime.Object); ok {
+		out, _ := w.transform(o.DeepCopyObject())
+		return out
+	}
+	return obj
 }
 
 func hasKey(m map[ObjectKey]any, k ObjectKey) bool {
