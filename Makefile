@@ -11,9 +11,6 @@ BENCHCOUNT ?= 6
 # TestCAIstioAgent). Built from tools/pilot-agent, its own module so that
 # istio.io/istio never enters pilotfish's go.mod; reused once built.
 PILOT_AGENT ?= .cache/bin/pilot-agent
-# The real istioctl, for `istioctl proxy-status --xds-address` against
-# pilotfish (cmd/pilotfish TestIstioctlProxyStatus); same module.
-ISTIOCTL ?= .cache/bin/istioctl
 
 .PHONY: all build run test test-unit lint fuzz bench bench-scenarios bench-gate clean
 
@@ -27,7 +24,7 @@ run: build
 
 # Every test: lint, the build without vtprotobuf (proto.Marshal fallback),
 # unit and integration tests with verify mode on, and bounded fuzzing.
-test: lint pilot-agent istioctl kube-bins
+test: lint pilot-agent kube-bins helm
 	$(GO) build ./...
 	PILOTFISH_VERIFY_CACHE=1 $(GO) test -tags $(TAGS) -count=1 $(PKGS)
 	$(MAKE) fuzz
@@ -96,16 +93,6 @@ $(PILOT_AGENT): tools/pilot-agent/go.mod tools/pilot-agent/go.sum
 	@mkdir -p $(dir $@)
 	cd tools/pilot-agent && $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $@) istio.io/istio/pilot/cmd/pilot-agent
 
-# ~25 minutes cold on a loaded 2-core machine (most of it shared with
-# pilot-agent's build cache); skipped while the binary is newer than the
-# module files.
-.PHONY: istioctl
-istioctl: $(ISTIOCTL)
-
-$(ISTIOCTL): tools/pilot-agent/go.mod tools/pilot-agent/go.sum
-	@mkdir -p $(dir $@)
-	cd tools/pilot-agent && $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $@) istio.io/istio/istioctl/cmd/istioctl
-
 # etcd, kube-apiserver and kubectl for the tests against a real API server
 # (internal/kubetest), built from tools/kube, its own module so that
 # k8s.io/kubernetes never enters pilotfish's go.mod; ~10 minutes cold on 2
@@ -137,6 +124,22 @@ $(KUBE_BIN)/kubectl: tools/kube/go.mod tools/kube/go.sum
 .PHONY: soak
 soak: build
 	tools/soak.sh $(BIN)
+
+# Helm, for rendering deploy/charts/pilotfish into deploy/manifests and the
+# deploy tests that check the file is up to date; built from tools/helm (its
+# own module), ~5 minutes cold, skipped while newer than the module files.
+HELM ?= .cache/bin/helm
+.PHONY: helm manifests
+helm: $(HELM)
+
+$(HELM): tools/helm/go.mod tools/helm/go.sum
+	@mkdir -p $(dir $@)
+	cd tools/helm && $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $@) helm.sh/helm/v4/cmd/helm
+
+# Renders the chart into deploy/manifests/pilotfish.yaml (the deploy test
+# that checks it, in update mode, so the two cannot disagree).
+manifests: $(HELM)
+	PILOTFISH_HELM=$(abspath $(HELM)) $(GO) test -count=1 -run '^TestManifestsUpToDate$$' ./deploy -args -update
 
 clean:
 	rm -rf bin bench.out

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime/pprof"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -145,4 +147,23 @@ func (l *leader) lead(ctx context.Context) {
 		wg.Go(func() { d(ctx) })
 	}
 	wg.Wait()
+}
+
+// newServeLeader sets up serve's leader election when an API server is
+// watched (cfg non-nil; else it returns nil, whose methods do nothing) and
+// registers the duties: keeping the webhook configuration's caBundle equal
+// to the CA's roots when the webhook serves a certificate of the CA.
+func newServeLeader(cfg *rest.Config, o leaderOptions, wo webhookOptions, secure *secureServing, wh *webhookServer, log *slog.Logger) (*leader, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("leader election client: %w", err)
+	}
+	l := newLeader(client, o, replicaID(), log)
+	if wo.configName != "" && wh.caManaged() {
+		l.AddDuty(webhookCABundle(client, wo.configName, secure.authority, log))
+	}
+	return l, nil
 }

@@ -23,12 +23,16 @@ type webhookOptions struct {
 	addr     string
 	certFile string
 	keyFile  string
+	// configName: the ValidatingWebhookConfiguration whose caBundle the
+	// leader keeps equal to the CA's roots (webhook_cabundle.go).
+	configName string
 }
 
 func addWebhookFlags(f *pflag.FlagSet, o *webhookOptions) {
 	f.StringVar(&o.addr, "webhook-addr", "127.0.0.1:15017", "listen address of the HTTPS validating admission webhook (POST "+ingest.WebhookPath+"); istiod's port is :15017; empty disables")
 	f.StringVar(&o.certFile, "webhook-cert", "", "PEM certificate (chain) the webhook serves, re-read when the file changes; without it, a certificate from pilotfish's CA for "+ca.DefaultServingDNSName+", istiod.$POD_NAMESPACE.svc and --tls-san names")
 	f.StringVar(&o.keyFile, "webhook-key", "", "PEM private key of --webhook-cert")
+	f.StringVar(&o.configName, "webhook-config-name", "", "ValidatingWebhookConfiguration whose caBundle the elected replica keeps equal to pilotfish's CA roots (with an API server, and without --webhook-cert); empty: leave it alone")
 }
 
 // webhookServer is the HTTPS admission webhook. Every method is safe on a
@@ -111,6 +115,10 @@ func (w *webhookServer) addr() net.Addr {
 	}
 	return w.lis.Addr()
 }
+
+// caManaged reports whether the webhook serves a certificate of pilotfish's
+// CA, whose roots must then be the configuration's caBundle.
+func (w *webhookServer) caManaged() bool { return w != nil && w.serving != nil }
 
 // close stops the server, letting reviews in flight finish for a moment.
 func (w *webhookServer) close() {
