@@ -11,6 +11,9 @@ BENCHCOUNT ?= 6
 # TestCAIstioAgent). Built from tools/pilot-agent, its own module so that
 # istio.io/istio never enters pilotfish's go.mod; reused once built.
 PILOT_AGENT ?= .cache/bin/pilot-agent
+# The real istioctl, for `istioctl proxy-status --xds-address` against
+# pilotfish (cmd/pilotfish TestIstioctlProxyStatus); same module.
+ISTIOCTL ?= .cache/bin/istioctl
 
 .PHONY: all build run test test-unit lint fuzz bench bench-scenarios bench-gate clean
 
@@ -24,7 +27,7 @@ run: build
 
 # Every test: lint, the build without vtprotobuf (proto.Marshal fallback),
 # unit and integration tests with verify mode on, and bounded fuzzing.
-test: lint pilot-agent kube-bins helm
+test: lint pilot-agent istioctl kube-bins helm
 	$(GO) build ./...
 	PILOTFISH_VERIFY_CACHE=1 $(GO) test -tags $(TAGS) -count=1 $(PKGS)
 	$(MAKE) fuzz
@@ -92,6 +95,16 @@ pilot-agent: $(PILOT_AGENT)
 $(PILOT_AGENT): tools/pilot-agent/go.mod tools/pilot-agent/go.sum
 	@mkdir -p $(dir $@)
 	cd tools/pilot-agent && $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $@) istio.io/istio/pilot/cmd/pilot-agent
+
+# ~25 minutes cold on a loaded 2-core machine (most of it shared with
+# pilot-agent's build cache); skipped while the binary is newer than the
+# module files.
+.PHONY: istioctl
+istioctl: $(ISTIOCTL)
+
+$(ISTIOCTL): tools/pilot-agent/go.mod tools/pilot-agent/go.sum
+	@mkdir -p $(dir $@)
+	cd tools/pilot-agent && $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $@) istio.io/istio/istioctl/cmd/istioctl
 
 # etcd, kube-apiserver and kubectl for the tests against a real API server
 # (internal/kubetest), built from tools/kube, its own module so that
