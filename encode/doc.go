@@ -1,4 +1,5 @@
-// Package encode owns the xDS generators (CDS, EDS, LDS, RDS, proxyless
+// Package encode owns the xDS generators (CDS, EDS, LDS, RDS, gateway
+// listeners and routes, the NDS name table, proxyless
 // gRPC), their key structs, and the cache of pre-marshaled bytes.
 //
 // # Model

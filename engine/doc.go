@@ -13,9 +13,15 @@
 // per snapshot version, so the second and later proxies of a class copy
 // resource references instead of building keys.
 //
+// A class carries the Sidecar that scopes it and, for routers, the Gateways
+// that select it (sidecar.go): a Sidecar's egress narrows the scope, so a
+// proxy limited to its namespace builds and receives only that namespace.
+//
 // Debounced changes become pushes: anything but endpoints is a Full push to
-// every class (serve then sends only types whose content changed for each
-// stream); endpoint-only changes take the fast path — EDS for the changed
+// every class whose scope the change can touch (scope_push.go: a change of
+// services, VirtualServices, DestinationRules or ServiceEntries none of a
+// class's scopes sees pushes nothing to it; serve then sends only types
+// whose content changed for each stream); endpoint-only changes take the fast path — EDS for the changed
 // services' clusters, only to classes that see them and to gRPC clients
 // subscribed by name, plus CDS when the change alters clusters (DNS
 // endpoints, service accounts, inferred mTLS).
