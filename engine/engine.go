@@ -210,8 +210,8 @@ type class struct {
 	// loop only; see scopedTargets).
 	pushed atomic.Pointer[Scope]
 
-	memoMu sync.Mutex       // guards memos
-	memos  map[string]*memo // type URL → last response; guarded by memoMu
+	memoMu sync.Mutex         // guards memos
+	memos  map[string][]*memo // type URL → recent responses, newest first; guarded by memoMu
 }
 
 // scope returns the class's scope in the current snapshot.
