@@ -2,6 +2,7 @@ package encode
 
 import (
 	"fmt"
+	"math/bits"
 	"os"
 	"strconv"
 	"sync"
@@ -45,6 +46,8 @@ type Entry struct {
 	// Bytes is the resource encoded as google.protobuf.Any for whole
 	// resources, or the bare message encoding for parts (see Cache.Part).
 	Bytes []byte
+	// Digest is ResourceDigest(Name, Version), for set digests.
+	Digest uint64
 	// lastUsed is the cache epoch of the last hit, for Sweep.
 	lastUsed atomic.Uint64
 }
@@ -177,7 +180,8 @@ func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), d
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %s: %w", kind, name, err)
 	}
-	e := &Entry{Name: name, Version: strconv.FormatUint(xxhash.Sum64(b), 16), Bytes: b}
+	version := strconv.FormatUint(xxhash.Sum64(b), 16)
+	e := &Entry{Name: name, Version: version, Bytes: b, Digest: ResourceDigest(name, version)}
 	e.lastUsed.Store(epoch)
 	actual, _ := c.m.LoadOrStore(ck, e)
 	return actual, nil
@@ -259,4 +263,12 @@ func anyPrefix(typeURL string) []byte {
 	p = p[:len(p):len(p)]
 	anyPrefixes.Store(typeURL, p)
 	return p
+}
+
+// ResourceDigest hashes a resource's name and version for set digests: a
+// SotW response's version_info sums them, so it must be the same function
+// on every replica (xxhash, no seed).
+func ResourceDigest(name, version string) uint64 {
+	h := xxhash.Sum64String(name) ^ bits.RotateLeft64(xxhash.Sum64String(version), 31)
+	return h * 0xbf58476d1ce4e5b9
 }

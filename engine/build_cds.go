@@ -116,7 +116,7 @@ func (b *cdsBuilder) emit(dst []Resource) ([]Resource, error) {
 	if b.want != nil && !b.want[e.Name] {
 		return dst, nil
 	}
-	return append(dst, Resource{Name: e.Name, Version: e.Version, Any: e.Bytes}), nil
+	return append(dst, resourceOf(e)), nil
 }
 
 // outbound emits the clusters of one service: a default cluster per port

@@ -32,7 +32,7 @@ func buildEndpoints(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		if gerr != nil {
 			return dst, fmt.Errorf("eds: %w", gerr)
 		}
-		dst = append(dst, Resource{Name: e.Name, Version: e.Version, Any: e.Bytes})
+		dst = append(dst, resourceOf(e))
 	}
 	return dst, err
 }

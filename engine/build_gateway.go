@@ -235,7 +235,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 		if e.Name == "" {
 			continue // no filter chain (a TCP server no VirtualService routes)
 		}
-		dst = append(dst, Resource{Name: e.Name, Version: e.Version, Any: e.Bytes})
+		dst = append(dst, resourceOf(e))
 	}
 	return dst, nil
 }

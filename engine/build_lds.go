@@ -95,7 +95,7 @@ func appendResource[K encode.Key](dst []Resource, cache *encode.Cache, kind enco
 	if err != nil {
 		return dst, fmt.Errorf("listener: %w", err)
 	}
-	return append(dst, Resource{Name: e.Name, Version: e.Version, Any: e.Bytes}), nil
+	return append(dst, resourceOf(e)), nil
 }
 
 // inboundInstances are the proxy's service ports, by target port.

@@ -34,5 +34,5 @@ func buildNameTable(sc *Scope, _ *encode.Mesh, cache *encode.Cache, _ []string, 
 	if err != nil {
 		return dst, fmt.Errorf("name table: %w", err)
 	}
-	return append(dst, Resource{Name: e.Name, Version: e.Version, Any: e.Bytes}), nil
+	return append(dst, resourceOf(e)), nil
 }

@@ -266,7 +266,7 @@ func (b *rdsBuilder) appendRouteConfig(name string, opts encode.RouteConfigOptio
 	if err != nil {
 		return dst, fmt.Errorf("route %s: %w", name, err)
 	}
-	return append(dst, Resource{Name: e.Name, Version: e.Version, Any: e.Bytes}), nil
+	return append(dst, resourceOf(e)), nil
 }
 
 func (b *rdsBuilder) emptyRoute(name string, dst []Resource) ([]Resource, error) {

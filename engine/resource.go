@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/pilotfish-mesh/pilotfish/encode"
+
 // Type URLs of the xDS resources pilotfish serves.
 const (
 	TypeCluster   = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
@@ -20,7 +22,19 @@ type Resource struct {
 	// Any is the resource encoded as a google.protobuf.Any message (fields
 	// type_url and value). It is shared: never mutate it.
 	Any []byte
+	// Digest is ResourceDigest(Name, Version), computed once per cached
+	// entry: a response's set digest sums them (0: not computed).
+	Digest uint64
 }
+
+// resourceOf is the Resource of a cache entry.
+func resourceOf(e *encode.Entry) Resource {
+	return Resource{Name: e.Name, Version: e.Version, Any: e.Bytes, Digest: e.Digest}
+}
+
+// ResourceDigest is the hash of a resource's name and version that SotW
+// set digests (version_info) sum: equal on every replica.
+func ResourceDigest(name, version string) uint64 { return encode.ResourceDigest(name, version) }
 
 // Push tells one connection what to resend. Pushes to the same connection
 // merge while they wait.

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -198,10 +197,7 @@ func encodeControlPlane(id string) []byte {
 // these, so they do not depend on the order the engine returns resources in.
 // Two one-shot hashes are several times faster than a streaming Digest on
 // strings this short.
-func resourceHash(name, version string) uint64 {
-	h := xxhash.Sum64String(name) ^ bits.RotateLeft64(xxhash.Sum64String(version), 31)
-	return h * 0xbf58476d1ce4e5b9
-}
+func resourceHash(name, version string) uint64 { return engine.ResourceDigest(name, version) }
 
 // versionHash is the compact form of a resource version kept in Delta stream
 // state. It is never 0, which marks "told absent".
@@ -214,7 +210,11 @@ func versionHash(version string) uint64 {
 func setDigest(res []engine.Resource) uint64 {
 	var sum uint64
 	for i := range res {
-		sum += resourceHash(res[i].Name, res[i].Version)
+		if d := res[i].Digest; d != 0 {
+			sum += d // computed once per cached entry
+		} else {
+			sum += resourceHash(res[i].Name, res[i].Version)
+		}
 	}
 	// Mix in the count so that the empty set and a set whose hashes cancel
 	// differ, and finish with a multiply to spread the sum's low bits.

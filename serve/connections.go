@@ -217,7 +217,8 @@ func (t *trackedSession) Generate(typeURL string, names []string, wildcard bool,
 	s := t.st.typeLocked(typeURL)
 	// An endpoint update of a few changed clusters (respondPartial) asks
 	// for a subset of the subscription: keep the full one.
-	if wildcard || typeURL != engine.TypeEndpoint || s.Wildcard || !subsetOf(names, s.Names) {
+	// (Only a shorter list can be one: a full request skips the search.)
+	if wildcard || typeURL != engine.TypeEndpoint || s.Wildcard || len(names) >= len(s.Names) || !subsetOf(names, s.Names) {
 		s.Names, s.Wildcard = names, wildcard
 	}
 	t.st.mu.Unlock()
