@@ -16,7 +16,11 @@ const tlsModeLabel = "security.istio.io/tlsMode"
 // statefulset pod names) still share a class. A proxy with labels of which
 // none matter gets "-" (labels known, none relevant), so that the scope
 // does not fall back to its workload's labels in the index.
-func securityLabels(snap *index.Snapshot, rootNS, ns string, labels map[string]string) string {
+func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
+	ns, labels := node.Namespace, node.Labels
+	if len(labels) == 0 {
+		labels = nodeWorkloadLabels(snap, node)
+	}
 	if len(labels) == 0 {
 		return ""
 	}
@@ -55,4 +59,28 @@ func securityLabels(snap *index.Snapshot, rootNS, ns string, labels map[string]s
 		return "-"
 	}
 	return encodeLabels(kept)
+}
+
+// nodeWorkloadLabels are the labels of the Pod or WorkloadEntry at one of
+// the node's IPs in its namespace: a proxy without LABELS metadata is
+// selected by its workload's labels, as istiod does through the Pod.
+func nodeWorkloadLabels(snap *index.Snapshot, node *Node) map[string]string {
+	ns, ok := snap.Symbols.Lookup(node.Namespace)
+	if !ok {
+		return nil
+	}
+	var out map[string]string
+	for _, ip := range node.IPs {
+		snap.WorkloadsByAddr(ip, func(w *index.Workload) bool {
+			if w.Key.Namespace != ns {
+				return true
+			}
+			out = workloadLabels(snap, w.Labels)
+			return false
+		})
+		if out != nil {
+			break
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -362,5 +363,35 @@ spec:
 	}
 	if got := labels(); got != "app=db" {
 		t.Fatalf("class labels %q after a policy selecting app, want app=db", got)
+	}
+}
+
+// TestSecurityLabelsFromWorkload: a proxy that sends no LABELS is selected
+// by its Pod's labels, so two versions of one service are told apart.
+func TestSecurityLabelsFromWorkload(t *testing.T) {
+	sw := newScopedWriter(t, authnMesh, `apiVersion: v1
+kind: Pod
+metadata: {name: db-v1, namespace: a, labels: {app: db, version: v1}}
+spec: {containers: [{name: db, image: db}]}
+status: {podIP: 10.244.0.61}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-v2, namespace: a, labels: {app: web, version: v2}}
+spec: {containers: [{name: web, image: web}]}
+status: {podIP: 10.244.0.62}`)
+	e := New(sw.w, Options{})
+	snap := sw.w.Snapshot()
+	node := func(ip string) *Node {
+		return &Node{ID: "p.a", Type: encode.ProxySidecar, Namespace: "a", IPs: []netip.Addr{netip.MustParseAddr(ip)}}
+	}
+	if got := e.classOf(snap, node("10.244.0.61")).Labels; got != "app=db" {
+		t.Errorf("db pod: class labels %q, want app=db", got)
+	}
+	if got := e.classOf(snap, node("10.244.0.62")).Labels; got != "app=web" {
+		t.Errorf("web pod: class labels %q, want app=web", got)
+	}
+	if got := e.classOf(snap, node("10.244.0.63")).Labels; got != "" {
+		t.Errorf("no workload: class labels %q, want none", got)
 	}
 }

@@ -19,7 +19,7 @@ func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
 	c := node.Class()
 	// Proxyless gRPC clients are scoped too, as istiod scopes every proxy.
 	c.Sidecar = selectSidecar(snap, e.mesh.RootNamespace, node.Namespace, node.Labels)
-	c.Labels = securityLabels(snap, e.mesh.RootNamespace, node.Namespace, node.Labels)
+	c.Labels = securityLabels(snap, e.mesh.RootNamespace, node)
 	if node.Type == encode.ProxyRouter {
 		c.Gateways = selectGateways(snap, node.Labels)
 	}
