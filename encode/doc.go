@@ -1,6 +1,8 @@
 // Package encode owns the xDS generators (CDS, EDS, LDS, RDS, gateway
 // listeners and routes, the NDS name table, proxyless
-// gRPC), their key structs, and the cache of pre-marshaled bytes.
+// gRPC, inbound security: RBAC from AuthorizationPolicy, jwt_authn from
+// RequestAuthentication, PeerAuthentication's mTLS chains), their key
+// structs, and the cache of pre-marshaled bytes.
 //
 // # Model
 //

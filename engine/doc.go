@@ -2,7 +2,9 @@
 // proxies and their classes, debouncing, the mapping from what changed to who
 // is affected, the push queue with per-proxy merging, throttling, the
 // endpoint fast path, and the key builders (build_*.go) that turn what a
-// proxy can see into generator keys.
+// proxy can see into generator keys, including which security policies
+// select a workload (authn.go: PeerAuthentication modes, AuthorizationPolicy
+// and RequestAuthentication, by namespace and labels; docs/security.md).
 //
 // # Model
 //
