@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -22,9 +24,10 @@ import (
 //
 //   - A stream holds at most one work slot while it generates and writes: the
 //     engine's push-throttle slot for a push, or an admission slot of the
-//     server (a FIFO semaphore of RequestConcurrency) for a response to a
-//     request. A reconnect storm is therefore answered in arrival order at a
-//     bounded concurrency, so memory for responses in flight is bounded.
+//     server (a semaphore of RequestConcurrency, oldest stream first) for a
+//     response to a request. A reconnect storm is therefore answered at a
+//     bounded concurrency, so memory for responses in flight is bounded,
+//     and in connect order, so early proxies are not held back by late ones.
 //   - A write that has not completed after stalledSendAfter (the proxy stopped
 //     reading and HTTP/2 flow control blocks the send) gives its slot back:
 //     a stalled proxy never delays pushes to others. It keeps its one
@@ -67,8 +70,8 @@ type Limits struct {
 	// stalled stream still gives its work slot back, see stalledSendAfter).
 	SendTimeout time.Duration
 	// RequestConcurrency is how many streams may generate and write a
-	// response to a request at once; the rest wait in arrival order. 0: four
-	// per core, at least 8. Negative: no limit.
+	// response to a request at once; the rest wait, the earliest connected
+	// stream first. 0: four per core, at least 8. Negative: no limit.
 	RequestConcurrency int
 	// MaxSubscribedNames limits the resource names one stream may subscribe
 	// to per type. 0: no limit.
@@ -82,18 +85,19 @@ type Limits struct {
 type limitState struct {
 	sendTimeout time.Duration
 	maxNames    int
-	admit       *fifoSem       // nil: no admission limit
+	admit       *admission     // nil: no admission limit
+	streams     *atomic.Uint64 // connect sequence numbers (conn.seq)
 	clients     *clientCounter // nil: no per-client limit
 }
 
 func newLimitState(l Limits) limitState {
-	st := limitState{sendTimeout: l.SendTimeout, maxNames: l.MaxSubscribedNames}
+	st := limitState{sendTimeout: l.SendTimeout, maxNames: l.MaxSubscribedNames, streams: new(atomic.Uint64)}
 	n := l.RequestConcurrency
 	if n == 0 {
 		n = defaultRequestConcurrency()
 	}
 	if n > 0 {
-		st.admit = newFIFOSem(n)
+		st.admit = newAdmission(n)
 	}
 	if l.MaxStreamsPerClient > 0 {
 		st.clients = &clientCounter{limit: l.MaxStreamsPerClient, n: map[string]int{}}
@@ -121,12 +125,12 @@ func (c *conn) releaseSlot() {
 
 // admitRequest takes an admission slot before the stream generates a
 // response to a request (a push already holds the engine's slot). It waits
-// in FIFO order and fails only when the stream ends.
+// its turn (oldest stream first) and fails only when the stream ends.
 func (c *conn) admitRequest() error {
 	if c.slot != slotNone || c.srv.admit == nil {
 		return nil
 	}
-	if err := c.srv.admit.acquire(c.ss.Context()); err != nil {
+	if err := c.srv.admit.acquire(c.ss.Context(), c.seq); err != nil {
 		return status.FromContextError(err).Err()
 	}
 	c.slot = slotAdmit
@@ -238,65 +242,94 @@ func (c *conn) checkNames(typeURL string, n int) error {
 	return nil
 }
 
-// fifoSem is a counting semaphore that admits waiters in arrival order.
-type fifoSem struct {
+// admission is a counting semaphore that admits waiters oldest stream
+// first: by the stream's connect sequence number, then arrival. In a
+// reconnect storm a stream that connected earlier gets its next response
+// (EDS after CDS, RDS after LDS) before later streams get their first, so
+// proxies complete their initial config in connect order instead of all
+// together at the end of the storm.
+type admission struct {
 	mu      sync.Mutex
-	free    int             // guarded by mu
-	waiters []chan struct{} // guarded by mu; FIFO from head, nil = gave up
-	head    int             // guarded by mu
+	free    int        // guarded by mu
+	waiting waiterHeap // guarded by mu
+	arrived uint64     // guarded by mu; arrival counter, the tie-break
 }
 
-func newFIFOSem(n int) *fifoSem { return &fifoSem{free: n} }
+type waiter struct {
+	seq, arrival uint64
+	ch           chan struct{} // closed when admitted
+	idx          int           // position in the heap; -1 once popped
+}
 
-// acquire waits for a slot, in FIFO order, or for ctx to end.
-func (s *fifoSem) acquire(ctx context.Context) error {
+func newAdmission(n int) *admission { return &admission{free: n} }
+
+// acquire waits for a slot for the stream with connect sequence seq, or for
+// ctx to end.
+func (s *admission) acquire(ctx context.Context, seq uint64) error {
 	s.mu.Lock()
-	if s.free > 0 && s.head == len(s.waiters) {
+	if s.free > 0 && len(s.waiting) == 0 {
 		s.free--
 		s.mu.Unlock()
 		return nil
 	}
-	ch := make(chan struct{})
-	s.waiters = append(s.waiters, ch)
+	s.arrived++
+	w := &waiter{seq: seq, arrival: s.arrived, ch: make(chan struct{})}
+	heap.Push(&s.waiting, w)
 	s.mu.Unlock()
 	select {
-	case <-ch:
+	case <-w.ch:
 		return nil
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	select {
-	case <-ch: // granted while giving up: pass it on
+	if w.idx < 0 { // admitted while giving up: pass the slot on
 		s.mu.Unlock()
 		s.release()
 		return ctx.Err()
-	default:
 	}
-	for i := s.head; i < len(s.waiters); i++ {
-		if s.waiters[i] == ch {
-			s.waiters[i] = nil
-			break
-		}
-	}
+	heap.Remove(&s.waiting, w.idx)
 	s.mu.Unlock()
 	return ctx.Err()
 }
 
-// release returns a slot, handing it to the first waiter if any.
-func (s *fifoSem) release() {
+// release returns a slot, handing it to the oldest stream waiting if any.
+func (s *admission) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.head < len(s.waiters) {
-		w := s.waiters[s.head]
-		s.waiters[s.head] = nil
-		s.head++
-		if w != nil {
-			close(w)
-			return
-		}
+	if len(s.waiting) > 0 {
+		w := heap.Pop(&s.waiting).(*waiter)
+		close(w.ch)
+		return
 	}
-	s.waiters, s.head = s.waiters[:0], 0
 	s.free++
+}
+
+// waiterHeap orders waiters by (seq, arrival); container/heap's interface.
+type waiterHeap []*waiter
+
+func (h waiterHeap) Len() int { return len(h) }
+func (h waiterHeap) Less(i, j int) bool {
+	if h[i].seq != h[j].seq {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].arrival < h[j].arrival
+}
+func (h waiterHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *waiterHeap) Push(x any) {
+	w := x.(*waiter)
+	w.idx = len(*h)
+	*h = append(*h, w)
+}
+func (h *waiterHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	w.idx = -1
+	return w
 }
 
 // clientCounter counts open streams per client IP for MaxStreamsPerClient.

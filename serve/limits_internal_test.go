@@ -6,57 +6,59 @@ import (
 	"time"
 )
 
-// TestFIFOSemOrder: waiters are admitted in arrival order, a waiter that
-// gives up is skipped, and the count is conserved.
-func TestFIFOSemOrder(t *testing.T) {
-	s := newFIFOSem(1)
-	if err := s.acquire(context.Background()); err != nil {
+// TestAdmissionOrder: waiters are admitted oldest stream first (then in
+// arrival order), a waiter that gives up is skipped, and the count is
+// conserved.
+func TestAdmissionOrder(t *testing.T) {
+	s := newAdmission(1)
+	if err := s.acquire(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
-	const n = 5
-	order := make(chan int, n)
+	// Arrivals (stream seq): 5, 3, 9 (gives up), 3, 1.
+	seqs := []uint64{5, 3, 9, 3, 1}
+	order := make(chan int, len(seqs))
 	gaveUp, cancel := context.WithCancel(context.Background())
-	for i := range n {
+	for i, seq := range seqs {
 		ctx := context.Background()
 		if i == 2 {
 			ctx = gaveUp
 		}
 		go func() {
-			if s.acquire(ctx) == nil {
+			if s.acquire(ctx, seq) == nil {
 				order <- i
 			}
 		}()
-		// Wait until waiter i is queued, so arrival order is known.
-		for {
-			s.mu.Lock()
-			queued := len(s.waiters) - s.head
-			s.mu.Unlock()
-			if queued == i+1 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntil(t, func() bool { return len(s.waiting) == i+1 }, s) // arrival order is known
 	}
 	cancel()
-	for { // wait until waiter 2 has left the queue
-		s.mu.Lock()
-		left := s.waiters[s.head+2] == nil
-		s.mu.Unlock()
-		if left {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	for _, want := range []int{0, 1, 3, 4} {
+	waitUntil(t, func() bool { return len(s.waiting) == len(seqs)-1 }, s) // waiter 2 left
+	for _, want := range []int{4, 1, 3, 0} {                              // seq 1, then seq 3 in arrival order, then seq 5
 		s.release()
 		if got := <-order; got != want {
-			t.Fatalf("admitted %d, want %d", got, want)
+			t.Fatalf("admitted waiter %d, want %d", got, want)
 		}
 	}
 	s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.free != 1 || s.head != len(s.waiters) {
-		t.Fatalf("free %d, %d waiting; want 1 free, none waiting", s.free, len(s.waiters)-s.head)
+	if s.free != 1 || len(s.waiting) != 0 {
+		t.Fatalf("free %d, %d waiting; want 1 free, none waiting", s.free, len(s.waiting))
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool, s *admission) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		ok := cond()
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

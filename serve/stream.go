@@ -151,6 +151,7 @@ type conn struct {
 	sendDone  chan error        // result of a watched SendMsg (limits.go)
 	repending bool              // a push signal was consumed during a stalled send (limits.go)
 	failure   string            // pilot_xds_push_errors reason of the error being returned, when more precise (limits.go)
+	seq       uint64            // connect sequence number: admission order (limits.go)
 	status    *connStatus       // the stream's entry in the debug registry (connections.go)
 	genAt     time.Time         // when the response being assembled started generating (pilot_xds_push_time)
 }
@@ -189,6 +190,7 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 		log:   s.log.With("proxy", sess.ID(), "delta", delta),
 		delta: delta,
 		peer:  addr,
+		seq:   s.streams.Add(1),
 	}
 	s.track(c, node, addr)
 	s.metrics.Connected(delta)
