@@ -17,7 +17,10 @@ import (
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
 )
@@ -351,4 +354,45 @@ func TestProxyStatus(t *testing.T) {
 	if got := normalizeTable(run(proxyStatusOptions{httpAddr: s.addrs.httpAddr.String(), namespace: "other"})); strings.Count(got, "\n") != 2 || !strings.Contains(got, "ratings-1.other") {
 		t.Errorf("proxy-status --namespace other:\n%s", got)
 	}
+}
+
+// istio.io/debug/config_dump over xDS answers with the proxy's config dump
+// parts as unnamed resources, as istiod does (istioctl proxy-status POD
+// compares them with the proxy's own dump); an unknown proxy gets an empty
+// answer.
+func TestXDSDebugConfigDump(t *testing.T) {
+	s := newScenario(t)
+	tool := newADSClient(t, s.addrs.grpcAddr.String(), "istioctl", "istio-system", "10.244.9.9")
+	tool.send(&discoveryv3.DiscoveryRequest{TypeUrl: "istio.io/debug/config_dump", ResourceNames: []string{"reviews-1.shop"}})
+	r := tool.recv("istio.io/debug/config_dump")
+	var kinds []string
+	for _, a := range r.GetResources() {
+		kinds = append(kinds, strings.TrimPrefix(a.GetTypeUrl(), "type.googleapis.com/envoy.admin.v3."))
+		if c, ok := mustUnmarshal(t, a).(*adminv3.ClustersConfigDump); ok && len(c.GetDynamicActiveClusters()) == 0 {
+			t.Error("config_dump over xDS: no clusters")
+		}
+	}
+	if want := "BootstrapConfigDump ClustersConfigDump ListenersConfigDump ScopedRoutesConfigDump RoutesConfigDump SecretsConfigDump"; strings.Join(kinds, " ") != want {
+		t.Errorf("config_dump over xDS: %v, want %s", kinds, want)
+	}
+	if cp := controlPlaneName(r.GetControlPlane().GetIdentifier()); cp != "pilotfish-0" {
+		t.Errorf("control plane %q, want pilotfish-0", cp)
+	}
+	tool.send(&discoveryv3.DiscoveryRequest{TypeUrl: "istio.io/debug/config_dump", ResourceNames: []string{"nobody.nowhere"}})
+	if r := tool.recv("istio.io/debug/config_dump"); len(r.GetResources()) != 0 {
+		t.Errorf("config_dump of an unknown proxy: %d resources", len(r.GetResources()))
+	}
+	// The tool's stream is not a proxy: syncz leaves it out.
+	if n := len(s.syncz(t)); n != 3 {
+		t.Errorf("syncz lists %d proxies, want 3", n)
+	}
+}
+
+func mustUnmarshal(t *testing.T, a *anypb.Any) proto.Message {
+	t.Helper()
+	m, err := a.UnmarshalNew()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
