@@ -260,9 +260,10 @@ func (t *sotwType) setNames(names []string) bool {
 }
 
 // wildcardType reports whether an empty subscription to typeURL means "all"
-// (the xDS legacy wildcard, for Listener and Cluster only).
+// (the xDS legacy wildcard, for Listener and Cluster, and the NameTable,
+// which istio-agent asks for without names).
 func wildcardType(typeURL string) bool {
-	return typeURL == engine.TypeCluster || typeURL == engine.TypeListener
+	return typeURL == engine.TypeCluster || typeURL == engine.TypeListener || typeURL == engine.TypeNameTable
 }
 
 // namesDigest hashes a resource_names list in order (maphash: hardware

@@ -6,13 +6,17 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/xds"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // One gRPC service in shop; namespace web's Sidecar imports only web.
@@ -88,22 +92,7 @@ func TestE2ESidecarScopeHidesService(t *testing.T) {
 	write("mesh.yaml", fmt.Sprintf(sidecarE2EMesh, port))
 	write("sidecar.yaml", sidecarE2EScope)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan started, 1)
-	done := make(chan error, 1)
-	o := &serveOptions{configDir: dir, grpcAddr: "127.0.0.1:0", httpAddr: "127.0.0.1:0", domain: "cluster.local",
-		logLevel: "error", debounceAfter: 10 * time.Millisecond, debounceMax: time.Second, enableEDSDebounce: true,
-		pushThrottle: 100, resync: time.Second, shutdownGrace: time.Second}
-	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()
-	var xdsAddr string
-	select {
-	case s := <-addrs:
-		xdsAddr = s.grpcAddr.String()
-	case err := <-done:
-		t.Fatalf("serve exited: %v", err)
-	}
-	t.Cleanup(func() { cancel(); <-done })
-
+	xdsAddr := startE2EServer(t, dir)
 	web := sidecarE2EClient(t, xdsAddr, "web")
 	other := sidecarE2EClient(t, xdsAddr, "other")
 	if err := sidecarE2ECall(other, 10*time.Second); err != nil {
@@ -132,3 +121,76 @@ func TestE2ESidecarScopeHidesService(t *testing.T) {
 		}
 	}
 }
+
+// startE2EServer runs pilotfish serve on the config directory dir and
+// returns its xDS address; the server stops with the test.
+func startE2EServer(t *testing.T, dir string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan started, 1)
+	done := make(chan error, 1)
+	o := &serveOptions{configDir: dir, grpcAddr: "127.0.0.1:0", httpAddr: "127.0.0.1:0", domain: "cluster.local",
+		logLevel: "error", debounceAfter: 10 * time.Millisecond, debounceMax: time.Second, enableEDSDebounce: true,
+		pushThrottle: 100, resync: time.Second, shutdownGrace: time.Second}
+	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()
+	select {
+	case s := <-addrs:
+		t.Cleanup(func() { cancel(); <-done })
+		return s.grpcAddr.String()
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve exited: %v", err)
+	}
+	return ""
+}
+
+// TestE2ENameTableOnADS: a sidecar whose istio-agent captures DNS asks for
+// the NameTable on its ADS stream and gets one table listing what its
+// Sidecar imports (the web proxy: nothing of shop; a proxy elsewhere: echo
+// with its cluster IP).
+func TestE2ENameTableOnADS(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"mesh.yaml": fmt.Sprintf(sidecarE2EMesh, 9), "sidecar.yaml": sidecarE2EScope} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	xdsAddr := startE2EServer(t, dir)
+	cc, err := grpc.NewClient(xdsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for _, tc := range []struct {
+		ns       string
+		wantEcho bool
+	}{{"web", false}, {"other", true}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, _ := structpb.NewStruct(map[string]any{"NAMESPACE": tc.ns, "DNS_CAPTURE": "true", "ISTIO_VERSION": "1.31.0"})
+		node := &corev3.Node{Id: "sidecar~10.244.1.1~p-0." + tc.ns + "~" + tc.ns + ".svc.cluster.local", Metadata: md}
+		if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: ndsType}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ns, err)
+		}
+		if resp.TypeUrl != ndsType || len(resp.Resources) != 1 || resp.Resources[0].TypeUrl != ndsType {
+			t.Fatalf("%s: response %s with %d resources", tc.ns, resp.TypeUrl, len(resp.Resources))
+		}
+		// The table is a map from hostname to NameInfo (nds.proto); the
+		// hostname and the VIP appear verbatim in its encoding.
+		body := string(resp.Resources[0].Value)
+		hasEcho := strings.Contains(body, "echo.shop.svc.cluster.local") && strings.Contains(body, "10.96.0.20")
+		if hasEcho != tc.wantEcho {
+			t.Errorf("proxy in %s: table lists echo.shop = %v, want %v", tc.ns, hasEcho, tc.wantEcho)
+		}
+		cancel()
+	}
+}
+
+const ndsType = "type.googleapis.com/istio.networking.nds.v1.NameTable"
