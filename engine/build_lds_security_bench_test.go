@@ -92,3 +92,29 @@ func TestBuildListenersSecurityBenchSmall(t *testing.T) {
 		t.Fatal("no network RBAC filter on the inbound TCP chains")
 	}
 }
+
+// TestBuildListenersSecurityWarmAllocs: a warm virtualInbound build (a
+// new class whose listener is cached) selects the workload's policies and
+// hashes the key in a few allocations, which grow only with the logarithm
+// of the number of policies (slice growth): 15 for 3 DENY policies, 30 for
+// 100.
+func TestBuildListenersSecurityWarmAllocs(t *testing.T) {
+	for _, n := range []int{3, 100} {
+		snap := securityBenchSnap(t, "authorizationpolicy", n)
+		sc := scopeFor(snap, sidecarClass("default"), "1.1.1.1")
+		mesh := encode.DefaultMesh()
+		cache := benchCache()
+		names := []string{encode.VirtualInboundListenerName}
+		dst, err := buildListeners(sc, mesh, cache, names, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(50, func() {
+			dst, _ = buildListeners(sc, mesh, cache, names, false, dst[:0])
+		})
+		t.Logf("%d policies: %.0f allocations", n, allocs)
+		if allocs > 40 {
+			t.Errorf("%d policies: %.0f allocations per warm build, budget 40", n, allocs)
+		}
+	}
+}
