@@ -30,7 +30,7 @@ func addLimitFlags(f *pflag.FlagSet, o *limitOptions) {
 	f.DurationVar(&o.sendTimeout, "xds-send-timeout", envDuration("PILOT_XDS_SEND_TIMEOUT", 30*time.Second),
 		"close an xDS stream whose response write stays blocked this long because the proxy stopped reading (PILOT_XDS_SEND_TIMEOUT; 0 disables; istiod's default is 0). A stalled write gives its push-throttle slot back after 1s either way")
 	f.IntVar(&o.requestConcurrency, "xds-request-concurrency", 0,
-		"how many streams may generate and write responses to requests at once; the rest wait in arrival order, so a reconnect storm is answered fairly with bounded memory (0: four per core, at least 8; negative: no limit)")
+		"how many streams may generate and write responses to requests at once; the rest wait, earliest connected stream first, so a reconnect storm is answered in connect order with bounded memory (0: four per core, at least 8; negative: no limit)")
 	f.IntVar(&o.maxNames, "xds-max-subscribed-names", 100000,
 		"the most resource names one xDS stream may subscribe to per type; more ends the stream with RESOURCE_EXHAUSTED (0: no limit)")
 	f.IntVar(&o.maxStreamsPerIP, "xds-max-streams-per-client", 0,
