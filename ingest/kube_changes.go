@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -34,8 +33,8 @@ func changed(old, obj any) bool {
 	case *corev1.Service:
 		o, ok := old.(*corev1.Service)
 		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || !reflect.DeepEqual(o.Spec, n.Spec)
-	case *discoveryv1.EndpointSlice:
-		o, ok := old.(*discoveryv1.EndpointSlice)
+	case *kubeSlice:
+		o, ok := old.(*kubeSlice)
 		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || o.AddressType != n.AddressType ||
 			!reflect.DeepEqual(o.Ports, n.Ports) || !reflect.DeepEqual(o.Endpoints, n.Endpoints)
 	case *corev1.Namespace:
@@ -57,12 +56,12 @@ func sameMeta(a, b *metav1.ObjectMeta) bool {
 // sliceOnNodes reports whether an EndpointSlice has an endpoint on one of
 // the nodes.
 func sliceOnNodes(obj any, nodes map[string]bool) bool {
-	es, ok := obj.(*discoveryv1.EndpointSlice)
+	es, ok := obj.(*kubeSlice)
 	if !ok {
 		return false
 	}
 	for _, e := range es.Endpoints {
-		if e.NodeName != nil && nodes[*e.NodeName] {
+		if e.Node != "" && nodes[e.Node] {
 			return true
 		}
 	}

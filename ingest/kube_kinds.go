@@ -12,7 +12,6 @@ import (
 	istionetworkinginformers "istio.io/client-go/pkg/informers/externalversions/networking/v1"
 	istiosecurityinformers "istio.io/client-go/pkg/informers/externalversions/security/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
@@ -102,8 +101,8 @@ func kubeObject(obj any) (o *Object, ok bool) {
 	switch x := obj.(type) {
 	case *corev1.Service:
 		return &Object{Kind: KindService, APIVersion: "v1", Meta: x.ObjectMeta, Spec: x}, true
-	case *discoveryv1.EndpointSlice:
-		return &Object{Kind: KindEndpointSlice, APIVersion: "discovery.k8s.io/v1", Meta: x.ObjectMeta, Spec: x}, true
+	case *kubeSlice:
+		return &Object{Kind: KindEndpointSlice, APIVersion: "discovery.k8s.io/v1", Meta: x.ObjectMeta, Spec: x.slice()}, true
 	case *kubePod:
 		return &Object{Kind: KindPod, APIVersion: "v1", Meta: x.ObjectMeta, Spec: x.pod()}, true
 	case *corev1.Namespace:

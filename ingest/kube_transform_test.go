@@ -107,9 +107,32 @@ func TestTransformServiceSliceIstio(t *testing.T) {
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To("n"), Hostname: ptr.To("h"),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "reviews-0", UID: "u"}}},
 	}
+	es.Endpoints = append(es.Endpoints,
+		discoveryv1.Endpoint{Addresses: []string{"10.244.0.2", "10.244.0.3"}, Zone: ptr.To("z"),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}},
+		discoveryv1.Endpoint{Addresses: []string{"not-an-ip"}})
+	es.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}}
+	es.AddressType = discoveryv1.AddressTypeIPv4
+	full := &Object{Kind: KindEndpointSlice, Meta: es.ObjectMeta, Spec: es.DeepCopy()}
 	out, _ = transformEndpointSlice(es)
-	if e := out.(*discoveryv1.EndpointSlice); len(e.Labels) != 1 || e.Endpoints[0].TargetRef != nil || e.Endpoints[0].Hostname != nil || e.Endpoints[0].NodeName == nil {
-		t.Errorf("transformed slice = %+v", e)
+	ks := out.(*kubeSlice)
+	if len(ks.Labels) != 1 || len(ks.Endpoints) != 2 || ks.Endpoints[0].Node != "n" || len(ks.Endpoints[1].More) != 1 {
+		t.Errorf("transformed slice = %+v", ks)
+	}
+	if again, _ := transformEndpointSlice(ks); again != ks {
+		t.Error("transform of a transformed slice is not the identity")
+	}
+	// The converter produces the same rows from the cached form.
+	w := index.NewWriter()
+	c1, c2 := NewConverter(w, "cluster.local"), NewConverter(w, "cluster.local")
+	c1.setNodeLocality("n", "r/z1")
+	c2.setNodeLocality("n", "r/z1")
+	var b1, b2 index.Batch
+	trimmed, _ := kubeObject(ks)
+	c1.Put(&b1, full)
+	c2.Put(&b2, trimmed)
+	if g1, g2 := fmt.Sprintf("%+v", b1), fmt.Sprintf("%+v", b2); g1 != g2 {
+		t.Errorf("rows from the cached slice differ:\n full    %s\n trimmed %s", g1, g2)
 	}
 	vs := &networkingv1.VirtualService{ObjectMeta: metav1.ObjectMeta{Name: "r", Annotations: map[string]string{"a": "b"}}}
 	vs.Status.ObservedGeneration = 4

@@ -178,7 +178,7 @@ var (
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", Selector: map[string]string{"app": "reviews"},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}},
 	}
-	kubeSlice = &discoveryv1.EndpointSlice{
+	testKubeSlice = &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: "reviews-abc", Namespace: "shop", Labels: map[string]string{labelServiceName: "reviews"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
@@ -188,7 +188,7 @@ var (
 )
 
 func TestKubeSourceNodeLocality(t *testing.T) {
-	f := newKubeFixture(t, false, kubeNode1, kubeService, kubeSlice)
+	f := newKubeFixture(t, false, kubeNode1, kubeService, testKubeSlice)
 	const host = "reviews.shop.svc.cluster.local"
 	if got := f.locality(host); got != "us-east1/us-east1-b" {
 		t.Fatalf("locality after sync = %q, want the node's us-east1/us-east1-b", got)
@@ -209,7 +209,7 @@ func TestKubeSourceNodeLocality(t *testing.T) {
 }
 
 func TestKubeSourceDeletes(t *testing.T) {
-	f := newKubeFixture(t, false, kubeService, kubeSlice)
+	f := newKubeFixture(t, false, kubeService, testKubeSlice)
 	const host = "reviews.shop.svc.cluster.local"
 	if f.locality(host) == "-" {
 		t.Fatal("no endpoints after sync")
