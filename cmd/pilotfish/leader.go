@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -47,6 +48,7 @@ type leader struct {
 
 	mu     sync.Mutex
 	duties []func(context.Context) // guarded by mu
+	done   chan struct{}           // closed when start's Run returns
 }
 
 // newLeader prepares an election; id names this replica in the Lease (its
@@ -59,14 +61,14 @@ func newLeader(client kubernetes.Interface, o leaderOptions, id string, log *slo
 }
 
 // replicaID names this replica: the pod's name (POD_NAME, else the
-// hostname, which is the pod's name in Kubernetes) plus the process ID, so
-// two processes on one host stay distinct.
+// hostname, which is the pod's name in Kubernetes) plus a random suffix, so
+// two servers in one process or host stay distinct.
 func replicaID() string {
 	name := os.Getenv("POD_NAME")
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	return name + "_" + strconv.Itoa(os.Getpid())
+	return name + "_" + strconv.FormatUint(rand.Uint64()&0xffffffff, 16)
 }
 
 // IsLeader reports whether this replica leads now.
@@ -166,4 +168,42 @@ func newServeLeader(cfg *rest.Config, o leaderOptions, wo webhookOptions, secure
 		l.AddDuty(webhookCABundle(client, wo.configName, secure.authority, log))
 	}
 	return l, nil
+}
+
+// serveLeader is newServeLeader for serve's flags: it elects only when an
+// API server is watched (serve_kube.go's rule).
+func serveLeader(o *serveOptions, secure *secureServing, wh *webhookServer, log *slog.Logger) (*leader, error) {
+	cfg, err := o.kube.restConfig(o.configDir)
+	if err != nil {
+		return nil, err
+	}
+	lo := o.leader
+	if lo.namespace == "" {
+		lo.namespace = "default" // options built in code (tests) name none
+	}
+	if lo.lease == "" {
+		lo.lease = "pilotfish-leader"
+	}
+	return newServeLeader(cfg, lo, o.webhook, secure, wh, log)
+}
+
+// start runs the election in the background until ctx ends.
+func (l *leader) start(ctx context.Context) {
+	if l == nil {
+		return
+	}
+	l.done = make(chan struct{})
+	go func() { l.Run(ctx); close(l.done) }()
+}
+
+// wait waits, for a few seconds at most, until a started election has
+// ended and released the Lease, so that another replica takes over at once.
+func (l *leader) wait() {
+	if l == nil || l.done == nil {
+		return
+	}
+	select {
+	case <-l.done:
+	case <-time.After(5 * time.Second):
+	}
 }

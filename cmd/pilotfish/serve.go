@@ -39,6 +39,7 @@ type serveOptions struct {
 	limits            limitOptions   // serve_limits.go
 	webhook           webhookOptions // webhook.go
 	kube              kubeOptions    // serve_kube.go
+	leader            leaderOptions  // leader.go
 }
 
 func newServeCommand() *cobra.Command {
@@ -90,6 +91,7 @@ flag on the command line wins).`,
 	addLimitFlags(f, &o.limits)
 	addWebhookFlags(f, &o.webhook)
 	addKubeFlags(f, &o.kube)
+	addLeaderFlags(f, &o.leader)
 	return cmd
 }
 
@@ -146,6 +148,11 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return err
 	}
 	defer webhook.close()
+	leader, err := serveLeader(o, secure, webhook, log) // once-per-cluster duties: leader.go
+	if err != nil {
+		secure.stop()
+		return err
+	}
 	lis, err := net.Listen("tcp", o.grpcAddr)
 	if err != nil {
 		secure.stop()
@@ -167,6 +174,8 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	go eng.Run(runCtx)
 	secure.run(runCtx)
 	webhook.run(runCtx)
+	leader.start(runCtx)
+	defer leader.wait() // after the cancel below: the Lease is released
 	go func() {
 		if err := grpcServer.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			log.Error("gRPC server stopped", "err", err)

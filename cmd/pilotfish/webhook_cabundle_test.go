@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	networkingv1 "istio.io/api/networking/v1"
+	istionet "istio.io/client-go/pkg/apis/networking/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -72,4 +77,87 @@ func TestWebhookCABundleDuty(t *testing.T) {
 	}
 	secure.authority.SetBundle(b)
 	eventuallyFor(t, time.Minute, "caBundle follows the new root", bundleIs(b.RootsPEM()))
+}
+
+// TestServeLeaderCABundle runs `pilotfish serve --kubeconfig` with the
+// webhook and --webhook-config-name: the elected server writes its CA's
+// roots into the configuration, and the API server then calls the webhook
+// (a bad VirtualService is refused).
+func TestServeLeaderCABundle(t *testing.T) {
+	c := kubetest.Start(t, kubetest.Options{IstioCRDs: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const name = "pilotfish-validator"
+	url := "https://127.0.0.1:1/validate" // replaced once serve listens
+	fail, none := admissionregv1.Fail, admissionregv1.SideEffectClassNone
+	cfg := &admissionregv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregv1.ValidatingWebhook{{
+			Name: "validation.istio.io", ClientConfig: admissionregv1.WebhookClientConfig{URL: &url},
+			Rules: istioWebhookRules(), FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rootsFile := filepath.Join(t.TempDir(), "root-cert.pem")
+	o := &serveOptions{grpcAddr: "127.0.0.1:0", httpAddr: "127.0.0.1:0", domain: "cluster.local",
+		logLevel: "error", debounceAfter: 10 * time.Millisecond, debounceMax: time.Second, enableEDSDebounce: true,
+		pushThrottle: 10, shutdownGrace: time.Second,
+		webhook: webhookOptions{addr: "127.0.0.1:0", configName: name},
+		ca:      caOptions{tlsSANs: []string{"127.0.0.1"}, rootCertOut: rootsFile},
+		kube:    kubeOptions{kubeconfig: c.Kubeconfig},
+		leader: leaderOptions{namespace: "default", lease: "pilotfish-leader",
+			leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second, retryPeriod: 200 * time.Millisecond}}
+	sctx, scancel := context.WithCancel(context.Background())
+	addrs := make(chan started, 1)
+	done := make(chan error, 1)
+	go func() { done <- runServe(sctx, o, func(s started) { addrs <- s }) }()
+	var s started
+	select {
+	case s = <-addrs:
+	case err := <-done:
+		t.Fatalf("serve exited: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not start")
+	}
+	t.Cleanup(func() { scancel(); <-done })
+	roots, err := os.ReadFile(rootsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventuallyFor(t, time.Minute, "caBundle written by the leader", func() string {
+		got, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if !bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, roots) {
+			return "caBundle not the CA's roots yet"
+		}
+		// Point the webhook at the server, keeping the bundle.
+		u := "https://" + s.webhookAddr.String() + "/validate"
+		got.Webhooks[0].ClientConfig.URL = &u
+		if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	c.EnsureNamespace(t, "shop")
+	bad := &istionet.VirtualService{
+		ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: "shop"},
+		Spec: networkingv1.VirtualService{Hosts: []string{"reviews"}, Http: []*networkingv1.HTTPRoute{{
+			Route: []*networkingv1.HTTPRouteDestination{{Destination: &networkingv1.Destination{Host: "reviews", Subset: "Not_A_Label"}}},
+		}}},
+	}
+	eventuallyFor(t, 30*time.Second, "bad VirtualService refused", func() string {
+		_, err := c.Istio.NetworkingV1().VirtualServices("shop").Create(ctx, bad, metav1.CreateOptions{})
+		if err == nil {
+			_ = c.Istio.NetworkingV1().VirtualServices("shop").Delete(ctx, "reviews", metav1.DeleteOptions{})
+			return "admitted"
+		}
+		if !strings.Contains(err.Error(), "destination.subset") {
+			return err.Error()
+		}
+		return ""
+	})
 }
