@@ -12,6 +12,11 @@
 // `pilotfish validate` applies, converts them into index rows and applies
 // them to the index as one batch per change.
 //
+// The admission webhook (webhook.go) answers the API server's
+// AdmissionReviews for the Istio kinds with those same checks, Decode then
+// Validate, so that what `pilotfish validate` rejects never gets stored; it
+// writes nothing to the index.
+//
 // # Invariants
 //
 //   - Bad input never stops the source: an invalid object is reported with
