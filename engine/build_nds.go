@@ -36,3 +36,14 @@ func buildNameTable(sc *Scope, _ *encode.Mesh, cache *encode.Cache, _ []string, 
 	}
 	return append(dst, resourceOf(e)), nil
 }
+
+// headlessChanged reports whether one of the services is headless: its
+// name resolves to its endpoints, so the name table changes with them.
+func headlessChanged(snap *index.Snapshot, services map[index.ServiceKey]struct{}) bool {
+	for k := range services {
+		if svc, _, ok := snap.Service(k); ok && encode.IsHeadless(svc) {
+			return true
+		}
+	}
+	return false
+}

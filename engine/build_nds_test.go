@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -122,5 +124,44 @@ endpoints:
 			}
 		}
 		c.Close()
+	}
+}
+
+// TestHeadlessEndpointChangePushesNameTable: an endpoint-only change of a
+// headless service takes the fast path with the name table along.
+func TestHeadlessEndpointChangePushesNameTable(t *testing.T) {
+	headless := `
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: a}
+spec: {clusterIP: None, selector: {app: db}, ports: [{name: tcp, port: 5432}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: db-1, namespace: a, labels: {kubernetes.io/service-name: db}}
+addressType: IPv4
+ports: [{name: tcp, port: 5432}]
+endpoints: [{addresses: [%s], conditions: {ready: true}}]
+`
+	sw := newScopedWriter(t, scopedMesh, fmt.Sprintf(headless, "10.244.0.9"))
+	e := New(sw.w, Options{DebounceAfter: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	c, err := e.Connect(ctx, sidecarNode(t, "10.1.0.1", "p1", "a"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.apply(fmt.Sprintf(headless, "10.244.0.11"))
+	p, ok := waitPush(t, c, 2*time.Second)
+	if !ok || p.Full || !slices.Contains(p.Types, TypeNameTable) || !slices.Contains(p.Types, TypeEndpoint) {
+		t.Fatalf("push %+v (ok=%v), want an endpoint push with the name table", p, ok)
+	}
+	rs, err := c.Generate(TypeNameTable, nil, true, nil)
+	if err != nil || len(rs) != 1 {
+		t.Fatal(err)
+	}
+	if got := nameTableHosts(t, rs[0])["db.a.svc.cluster.local"]; !slices.Equal(got, []string{"10.244.0.11"}) {
+		t.Errorf("db resolves to %v after the change", got)
 	}
 }

@@ -44,6 +44,9 @@ func (e *Engine) push(p pendingChanges) {
 	if e.clusterFactsChanged(snap, p.endpoints) {
 		push = Push{Types: []string{TypeCluster, TypeEndpoint}, Reason: "endpoint"}
 	}
+	if headlessChanged(snap, p.endpoints) {
+		push.Types = append(push.Types, TypeNameTable) // names resolve to its endpoints
+	}
 	var targets []*class
 	for _, cl := range classes {
 		if cl.key.class.Type == encode.ProxyGRPC {
