@@ -21,6 +21,18 @@
 // a stream; a generator panic ends only its stream; names per type and
 // streams per client IP are limited with ResourceExhausted errors.
 //
+// # Debug registry (connections.go, debug_types.go)
+//
+// Every stream is registered while it lives. Its session is wrapped so that
+// what serve reports to the engine (Generate's subscription, Sent, Acked,
+// Nacked) is also recorded, with the nonce, in the stream's entry under a
+// mutex only debug readers contend for; the protocol code has no debug
+// hooks. XDSServer.Connections and Connection copy entries for /debug/syncz,
+// /debug/connections and /debug/config_dump. istiod's debug type URLs
+// (istio.io/debug/...) on a SotW stream are answered once from
+// XDSOptions.Debug, outside the xDS state machine, and mark the stream as a
+// tool's.
+//
 // # Imports
 //
 // serve may import engine and ca. It must not import ingest or index
