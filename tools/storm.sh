@@ -60,8 +60,8 @@ mkdir "$DIR/config" && mv "$DIR/mesh.yaml" "$DIR/config/"
 "$DIR/start.sh"
 
 # Samples of the server after a GC, every 10s.
-(while sleep 10; do
-	curl -s "http://$HTTP/debug/pprof/heap?gc=1" >/dev/null
+(set +e; while sleep 10; do
+	curl -s "http://$HTTP/debug/pprof/heap?gc=1" >/dev/null # fails while the server is down
 	echo "$(date +%s) $(curl -s "http://$HTTP/metrics" | awk '/^go_goroutines /{g=$2} /^go_memstats_heap_inuse_bytes /{h=$2} /^process_resident_memory_bytes /{r=$2} /^pilot_xds[{ ]/{x+=$2} END{printf "proxies=%d goroutines=%d heap_inuse_mib=%.1f rss_mib=%.1f", x, g, h/1048576, r/1048576}')"
 done >"$OUT/samples.txt") &
 SAMPLER=$!
