@@ -28,6 +28,10 @@ type GatewayListenerKey struct {
 	// IPv6 binds "::" instead of "0.0.0.0".
 	IPv6    bool
 	Servers []GatewayServer
+	// Authz and RequestAuthn are the security policies selecting the
+	// router (its HTTP servers get their jwt_authn and RBAC filters).
+	Authz        AuthzPolicies
+	RequestAuthn []*index.Config
 }
 
 // Hash feeds every field but Syms.
@@ -46,6 +50,8 @@ func (k *GatewayListenerKey) Hash() uint64 {
 		hashCfgRows(&h, s.VirtualServices)
 		hashSvcRows(&h, s.Services)
 	}
+	k.Authz.hashInto(&h)
+	hashCfgRows(&h, k.RequestAuthn)
 	return h.Sum()
 }
 
@@ -173,6 +179,7 @@ func sniMatch(hosts []string) *listener.FilterChainMatch {
 func (k *GatewayListenerKey) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
 	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds})
 	h.HttpFilters = []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
+	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h)
 	h.UseRemoteAddress = wrapperspb.Bool(true)
 	h.ServerName = "istio-envoy"
 	h.ForwardClientCertDetails = hcm.HttpConnectionManager_SANITIZE_SET

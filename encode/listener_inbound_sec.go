@@ -94,3 +94,13 @@ func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
 	out = append(out, s.net...)
 	return append(out, proxy)
 }
+
+// securityHTTPFilters are a router's jwt_authn and RBAC filters for its
+// HTTP servers, as on a sidecar's inbound HTTP chains.
+func (k *GatewayListenerKey) securityHTTPFilters() []*hcm.HttpFilter {
+	var out []*hcm.HttpFilter
+	if f := jwtFilter(k.Syms, k.RequestAuthn); f != nil {
+		out = append(out, f)
+	}
+	return append(out, authzHTTPFilters(k.Syms, &k.Authz)...)
+}

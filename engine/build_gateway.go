@@ -215,6 +215,7 @@ func autoPassthroughServices(sc *Scope, srv *networking.Server) []*index.Service
 // buildGatewayListeners: one listener per server port.
 func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	m := gatewayOf(sc)
+	sec := securityOf(sc, mesh)
 	for i := range m.ports {
 		p := &m.ports[i]
 		k := &encode.GatewayListenerKey{
@@ -224,6 +225,8 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			Port:         p.number,
 			IPv6:         sc.Class.IPv6,
 			Servers:      p.servers,
+			Authz:        sec.authz,
+			RequestAuthn: sec.ra,
 		}
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
