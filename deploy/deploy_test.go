@@ -110,9 +110,13 @@ func TestManifestsApply(t *testing.T) {
 		{[]string{"create", "tokenreviews.authentication.k8s.io"}, "yes"},
 		{[]string{"update", "validatingwebhookconfigurations.admissionregistration.k8s.io/pilotfish-validator-istio-system"}, "yes"},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", namespace}, "yes"},
+		{[]string{"update", "configmaps/istio-ca-root-cert", "-n", "default"}, "yes"},
+		{[]string{"watch", "configmaps/istio-ca-root-cert", "-A"}, "yes"},
+		{[]string{"create", "configmaps", "-n", "default"}, "yes"},
 		// Nothing more.
 		{[]string{"get", "secrets", "-A"}, "no"},
 		{[]string{"get", "configmaps", "-A"}, "no"},
+		{[]string{"update", "configmaps/another", "-n", "default"}, "no"},
 		{[]string{"create", "pods", "-n", namespace}, "no"},
 		{[]string{"update", "services", "-A"}, "no"},
 		{[]string{"create", "virtualservices.networking.istio.io", "-A"}, "no"},

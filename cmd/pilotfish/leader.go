@@ -26,6 +26,8 @@ import (
 type leaderOptions struct {
 	namespace string
 	lease     string
+	// rootCertConfigMaps: the leader writes istio-ca-root-cert everywhere.
+	rootCertConfigMaps bool
 	// Timing of client-go's election; tests shorten them.
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 }
@@ -33,6 +35,7 @@ type leaderOptions struct {
 func addLeaderFlags(f *pflag.FlagSet, o *leaderOptions) {
 	f.StringVar(&o.namespace, "leader-election-namespace", envString("POD_NAMESPACE", "istio-system"), "namespace of the leader election Lease: the pod's (POD_NAMESPACE)")
 	f.StringVar(&o.lease, "leader-election-lease", "pilotfish-leader", "name of the Lease the replicas elect a leader with; the leader alone writes shared objects")
+	f.BoolVar(&o.rootCertConfigMaps, "root-cert-configmaps", false, "the elected replica writes the CA's roots into ConfigMap istio-ca-root-cert (key root-cert.pem) of every namespace, where istio-agent reads them, as istiod does; off by default so that a pilotfish run against a cluster with an istiod cannot replace its roots")
 	o.leaseDuration, o.renewDeadline, o.retryPeriod = 30*time.Second, 15*time.Second, 5*time.Second
 }
 
@@ -166,6 +169,9 @@ func newServeLeader(cfg *rest.Config, o leaderOptions, wo webhookOptions, secure
 	l := newLeader(client, o, replicaID(), log)
 	if wo.configName != "" && wh.caManaged() {
 		l.AddDuty(webhookCABundle(client, wo.configName, secure.authority, log))
+	}
+	if o.rootCertConfigMaps && secure != nil {
+		l.AddDuty(rootCertConfigMaps(client, secure.authority, log))
 	}
 	return l, nil
 }
