@@ -16,7 +16,14 @@ type Converter struct {
 	labels *index.LabelSets
 	// DomainSuffix is the cluster DNS domain ("cluster.local").
 	domain   string
-	produced map[ObjectKey][]rowRef
+	produced map[ObjectKey]refList
+	// scratch is the buffer rows builds ref lists in (convert_refs.go).
+	scratch []rowRef
+	// groups is entryGroups' reusable list (the batch copies the groups).
+	groups []index.EndpointGroup
+	// refHome, when set by a converter, is where Put keeps the object's
+	// ref list if it has more than one (convert_refs.go).
+	refHome []rowRef
 	// nodes maps a Node's name to its locality (source_kube.go); the file
 	// source has no Nodes and leaves it empty.
 	nodes map[string]string
@@ -63,23 +70,31 @@ const (
 // NewConverter returns a converter for the writer's symbol tables; domain is
 // the cluster DNS suffix, e.g. "cluster.local".
 func NewConverter(w *index.Writer, domain string) *Converter {
-	return &Converter{syms: w.Symbols(), labels: w.Labels(), domain: domain, produced: map[ObjectKey][]rowRef{}}
+	return &Converter{syms: w.Symbols(), labels: w.Labels(), domain: domain, produced: map[ObjectKey]refList{}}
 }
 
 // Put adds the operations that make the index reflect o.
 func (c *Converter) Put(b *index.Batch, o *Object) {
 	refs := c.rows(b, o)
-	c.retire(b, c.produced[o.Key()], refs)
+	home := c.refHome
+	c.refHome = nil
+	k := o.Key()
+	old, known := c.produced[k]
+	if known {
+		c.retire(b, old.refs(), refs)
+	}
 	if len(refs) == 0 {
-		delete(c.produced, o.Key())
+		delete(c.produced, k)
 		return
 	}
-	c.produced[o.Key()] = refs
+	c.produced[k] = keepRefs(refs, home)
+	c.scratch = refs[:0] // keep a grown buffer
 }
 
 // Delete adds the operations that remove every row the object produced.
 func (c *Converter) Delete(b *index.Batch, k ObjectKey) {
-	c.retire(b, c.produced[k], nil)
+	old := c.produced[k]
+	c.retire(b, old.refs(), nil)
 	delete(c.produced, k)
 }
 
@@ -136,7 +151,7 @@ func (c *Converter) rows(b *index.Batch, o *Object) []rowRef {
 		return c.workloadEntry(b, o)
 	default:
 		if kind, ok := configKinds[o.Kind]; ok {
-			return []rowRef{c.config(b, o, kind, nil)}
+			return c.oneRef(c.config(b, o, kind, nil))
 		}
 	}
 	return nil
@@ -218,34 +233,35 @@ func parsePrefix(s string) (netip.Prefix, bool) {
 // protocolOf maps an Istio protocol name or port-name prefix to a Protocol,
 // following Istio's protocol selection: "http", "http-web", "grpc-api"...
 func protocolOf(name string) index.Protocol {
-	p := strings.ToLower(name)
+	p := name
 	if i := strings.IndexByte(p, '-'); i >= 0 {
 		p = p[:i]
 	}
-	switch p {
-	case "http":
-		return index.ProtocolHTTP
-	case "http2":
-		return index.ProtocolHTTP2
-	case "https":
-		return index.ProtocolHTTPS
-	case "grpc":
-		if strings.HasPrefix(strings.ToLower(name), "grpc-web") {
-			return index.ProtocolGRPCWeb
+	// EqualFold, not ToLower: this runs for every port of every object, and
+	// ToLower allocates for the usual upper-case "HTTP".
+	for _, x := range protocolPrefixes {
+		if strings.EqualFold(p, x.name) {
+			if x.proto == index.ProtocolGRPC && len(name) >= len("grpc-web") && strings.EqualFold(name[:len("grpc-web")], "grpc-web") {
+				return index.ProtocolGRPCWeb
+			}
+			return x.proto
 		}
-		return index.ProtocolGRPC
-	case "tcp":
-		return index.ProtocolTCP
-	case "tls":
-		return index.ProtocolTLS
-	case "mongo":
-		return index.ProtocolMongo
-	case "redis":
-		return index.ProtocolRedis
-	case "mysql":
-		return index.ProtocolMySQL
-	case "udp":
-		return index.ProtocolUDP
 	}
 	return index.ProtocolUnknown
+}
+
+var protocolPrefixes = [...]struct {
+	name  string
+	proto index.Protocol
+}{
+	{"http", index.ProtocolHTTP},
+	{"http2", index.ProtocolHTTP2},
+	{"https", index.ProtocolHTTPS},
+	{"grpc", index.ProtocolGRPC},
+	{"tcp", index.ProtocolTCP},
+	{"tls", index.ProtocolTLS},
+	{"mongo", index.ProtocolMongo},
+	{"redis", index.ProtocolRedis},
+	{"mysql", index.ProtocolMySQL},
+	{"udp", index.ProtocolUDP},
 }

@@ -13,9 +13,12 @@ import (
 )
 
 // config puts the config row every Istio object gets (it backs configz and
-// the generators), with the hosts and selector its indexes need.
-func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, hosts []string) rowRef {
+// the generators), with the hosts and selector its indexes need. dst, when
+// not nil, is where the row's Hosts are built if they fit (memory of the
+// object's own, allocated with its other rows' slices).
+func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst []index.Sym) rowRef {
 	ns := o.Meta.Namespace
+	var hosts []string
 	row := index.Config{
 		Kind:       kind,
 		Key:        index.ConfigKey{Namespace: c.sym(ns), Name: c.sym(o.Meta.Name)},
@@ -59,6 +62,12 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, hos
 	case *security.RequestAuthentication:
 		selector, hasSelector = workloadSelector(s.Selector)
 	}
+	if len(hosts) > 0 {
+		if cap(dst) < len(hosts) {
+			dst = make([]index.Sym, 0, len(hosts))
+		}
+		row.Hosts = dst[:0]
+	}
 	for _, h := range hosts {
 		if kind == index.ConfigVirtualService || kind == index.ConfigDestinationRule {
 			h = c.fqdn(h, ns)
@@ -84,8 +93,14 @@ func workloadSelector(s *typev1beta1.WorkloadSelector) (map[string]string, bool)
 // and the inline endpoints of each host's service.
 func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 	se := o.Spec.(*networking.ServiceEntry)
-	refs := make([]rowRef, 0, 1+2*len(se.Hosts))
-	refs = append(refs, c.config(b, o, index.ConfigServiceEntry, nil))
+	var one *seOne
+	var hostBuf []index.Sym
+	if len(se.Hosts) == 1 && len(se.Addresses) <= 1 && len(se.Ports) == 1 && len(se.Endpoints) <= 1 {
+		one = new(seOne)
+		hostBuf = one.host[:0]
+		c.refHome = one.refs[:0]
+	}
+	refs := append(c.scratchRefs(), c.config(b, o, index.ConfigServiceEntry, hostBuf))
 	ns := c.sym(o.Meta.Namespace)
 	base := index.Service{
 		Name:         c.sym(o.Meta.Name),
@@ -104,7 +119,11 @@ func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 	case networking.ServiceEntry_DNS_ROUND_ROBIN:
 		base.Resolution = index.ResolutionDNSRoundRobin
 	}
-	if len(se.Addresses) > 0 {
+	switch {
+	case len(se.Addresses) == 0:
+	case one != nil:
+		base.Addresses = one.addr[:0]
+	default:
 		base.Addresses = make([]netip.Prefix, 0, len(se.Addresses))
 	}
 	for _, a := range se.Addresses {
@@ -112,7 +131,11 @@ func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 			base.Addresses = append(base.Addresses, p)
 		}
 	}
-	base.Ports = make([]index.Port, 0, len(se.Ports))
+	if one != nil {
+		base.Ports = one.port[:0]
+	} else {
+		base.Ports = make([]index.Port, 0, len(se.Ports))
+	}
 	for _, p := range se.Ports {
 		port := index.Port{Name: c.sym(p.Name), Number: p.Number, TargetPort: p.TargetPort, Protocol: protocolOf(p.Protocol)}
 		base.Ports = append(base.Ports, port)
@@ -121,7 +144,7 @@ func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 		base.HasSelector = true
 		base.Selector = c.labelSet(se.WorkloadSelector.Labels)
 	}
-	groups := c.entryGroups(o.Meta.Name, se.Endpoints)
+	groups := c.entryGroups(o.Meta.Name, se.Endpoints, one)
 	for _, h := range se.Hosts {
 		svc := base
 		svc.Key = index.ServiceKey{Host: c.sym(h), Namespace: ns}
@@ -135,10 +158,23 @@ func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 	return refs
 }
 
+// seOne holds, in one allocation, the slices of a ServiceEntry with one host
+// and port and at most one address and endpoint (istio-bench's, and most):
+// they are replaced together when the entry changes.
+type seOne struct {
+	host [1]index.Sym
+	addr [1]netip.Prefix
+	port [1]index.Port
+	ep   [1]index.Endpoint
+	refs [3]rowRef // the converter's list: config, service, endpoints
+}
+
 // entryGroups converts inline ServiceEntry endpoints into endpoint groups,
 // one per distinct port map (the group's ports apply to all its endpoints).
-func (c *Converter) entryGroups(name string, eps []*networking.WorkloadEntry) []index.EndpointGroup {
-	var groups []index.EndpointGroup
+// The list is the converter's scratch (the batch copies groups); with one,
+// a single endpoint goes into one.ep.
+func (c *Converter) entryGroups(name string, eps []*networking.WorkloadEntry, one *seOne) []index.EndpointGroup {
+	groups := c.groups[:0]
 	for _, we := range eps {
 		ports := c.entryPorts(we.Ports)
 		gi := -1
@@ -156,11 +192,16 @@ func (c *Converter) entryGroups(name string, eps []*networking.WorkloadEntry) []
 			groups = append(groups, index.EndpointGroup{Source: c.sym(src), Ports: ports})
 			gi = len(groups) - 1
 		}
-		if groups[gi].Endpoints == nil {
+		switch {
+		case groups[gi].Endpoints != nil:
+		case one != nil && len(eps) == 1:
+			groups[gi].Endpoints = one.ep[:0]
+		default:
 			groups[gi].Endpoints = make([]index.Endpoint, 0, len(eps)) // usually one group: exact
 		}
 		groups[gi].Endpoints = append(groups[gi].Endpoints, c.entryEndpoint(we))
 	}
+	c.groups = groups[:0]
 	return groups
 }
 

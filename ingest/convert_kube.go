@@ -20,7 +20,7 @@ const (
 func (c *Converter) namespace(b *index.Batch, o *Object) []rowRef {
 	name := c.sym(o.Meta.Name)
 	b.PutNamespace(index.Namespace{Name: name, Labels: c.labelSet(o.Meta.Labels)})
-	return []rowRef{namespaceRef(name)}
+	return c.oneRef(namespaceRef(name))
 }
 
 func (c *Converter) service(b *index.Batch, o *Object) []rowRef {
@@ -65,7 +65,7 @@ func (c *Converter) service(b *index.Batch, o *Object) []rowRef {
 		row.ExportTo = c.exportTo(splitList(v))
 	}
 	b.PutService(row)
-	return []rowRef{serviceRef(key)}
+	return c.oneRef(serviceRef(key))
 }
 
 // kubeProtocol follows Istio's protocol selection for Kubernetes ports:
@@ -133,7 +133,7 @@ func (c *Converter) endpointSlice(b *index.Batch, o *Object) []rowRef {
 		}
 	}
 	b.PutEndpoints(key, g)
-	return []rowRef{endpointsRef(key, g.Source)}
+	return c.oneRef(endpointsRef(key, g.Source))
 }
 
 // endpointHealth maps EndpointSlice conditions: ready serves; terminating
@@ -174,7 +174,7 @@ func (c *Converter) pod(b *index.Batch, o *Object) []rowRef {
 		}
 	}
 	b.PutWorkload(w)
-	return []rowRef{workloadRef(key)}
+	return c.oneRef(workloadRef(key))
 }
 
 // splitList splits a comma-separated annotation value, trimming spaces.
