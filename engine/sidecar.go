@@ -17,11 +17,17 @@ import (
 // a class and proxies under one Sidecar always do.
 func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
 	c := node.Class()
+	// Selectors match the LABELS metadata, or without it the labels of the
+	// proxy's Pod or WorkloadEntry (istiod reads them from the Pod).
+	labels := node.Labels
+	if len(labels) == 0 && (snap.NumConfigs(index.ConfigSidecar) > 0 || node.Type == encode.ProxyRouter) {
+		labels = nodeWorkloadLabels(snap, node)
+	}
 	// Proxyless gRPC clients are scoped too, as istiod scopes every proxy.
-	c.Sidecar = selectSidecar(snap, e.mesh.RootNamespace, node.Namespace, node.Labels)
+	c.Sidecar = selectSidecar(snap, e.mesh.RootNamespace, node.Namespace, labels)
 	c.Labels = securityLabels(snap, e.mesh.RootNamespace, node)
 	if node.Type == encode.ProxyRouter {
-		c.Gateways = selectGateways(snap, node.Labels)
+		c.Gateways = selectGateways(snap, labels)
 	}
 	return c
 }

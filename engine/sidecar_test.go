@@ -322,3 +322,54 @@ spec:
 		t.Fatalf("after the new Sidecar: class Sidecar %q, want a/ratings", got)
 	}
 }
+
+// TestSelectionByWorkloadLabels: a proxy without LABELS metadata is
+// selected by its Pod's labels: a Sidecar with a workloadSelector, and a
+// router's Gateways.
+func TestSelectionByWorkloadLabels(t *testing.T) {
+	sw := newScopedWriter(t, scopedMesh, `
+apiVersion: v1
+kind: Pod
+metadata: {name: ratings-0, namespace: a, labels: {app: ratings}}
+spec: {containers: [{name: app, image: app}]}
+status: {podIP: 10.244.0.40}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: ingress-0, namespace: istio-system, labels: {istio: ingressgateway}}
+spec: {containers: [{name: proxy, image: proxy}]}
+status: {podIP: 10.244.0.50}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: ratings, namespace: a}
+spec:
+  workloadSelector: {labels: {app: ratings}}
+  egress: [{hosts: ["*/*"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: public, namespace: istio-system}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]
+`)
+	e := New(sw.w, Options{})
+	snap := sw.w.Snapshot()
+	side, err := ParseNode(sidecarNode(t, "10.244.0.40", "ratings-0", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.classOf(snap, side).Sidecar; got != "a/ratings" {
+		t.Errorf("sidecar without LABELS: Sidecar %q, want a/ratings (its Pod's labels)", got)
+	}
+	rn := sidecarNode(t, "10.244.0.50", "ingress-0", "istio-system")
+	rn.Id = "router" + rn.Id[len("sidecar"):]
+	router, err := ParseNode(rn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.classOf(snap, router).Gateways; got != "istio-system/public" {
+		t.Errorf("router without LABELS: Gateways %q, want istio-system/public", got)
+	}
+}
