@@ -12,8 +12,15 @@ import (
 // body once, and every stream writes the same immutable bytes (followed by
 // its own nonce field). The returned slice must not be modified.
 func (s *XDSServer) sharedBody(h *wireHeader, res []engine.Resource) []byte {
+	return s.sharedBodyOf(h, h.version, res)
+}
+
+// sharedBodyOf is sharedBody for a response whose resources are not the
+// set its version names (only the added ones of an EDS subscription
+// change): content is the digest of the resources themselves.
+func (s *XDSServer) sharedBodyOf(h *wireHeader, content uint64, res []engine.Resource) []byte {
 	bodies := s.bodies
-	k := bodyKey{typeURL: h.typeURL, digest: h.version}
+	k := bodyKey{typeURL: h.typeURL, version: h.version, content: content}
 	if b, ok := bodies.Load(k); ok {
 		return b
 	}
@@ -30,7 +37,8 @@ func (s *XDSServer) sharedBody(h *wireHeader, res []engine.Resource) []byte {
 
 type bodyKey struct {
 	typeURL string
-	digest  uint64
+	version uint64 // version_info
+	content uint64 // digest of the resources (= version for full sets)
 }
 
 // maxBodies bounds the table: it holds a few versions per type per class.

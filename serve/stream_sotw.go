@@ -42,6 +42,7 @@ type sotwType struct {
 	nacked   bool   // the last response was rejected
 	digest   uint64 // version_info of the last response
 	nonce    uint64 // nonce of the last response
+	partial  bool   // the last response was a partial EDS update
 	// rawNames is a digest of the last request's resource_names as sent:
 	// Envoy repeats its whole subscription in every ACK (a thousand names
 	// for EDS in a large mesh), so an unchanged list is recognised without
@@ -82,10 +83,15 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 			s.nack(t, req)
 			return nil
 		}
+		wasNacked := t.nacked
 		t.nacked = false
 		s.sess.Acked(typeURL, req.GetVersionInfo())
+		before := t.names
 		if !t.setNames(req.GetResourceNames()) {
 			return nil
+		}
+		if t.typeURL == engine.TypeEndpoint && !t.wildcard && !t.partial && !wasNacked {
+			return s.respondAdded(t, before)
 		}
 		return s.respond(t, true)
 	}
@@ -150,7 +156,7 @@ func (s *sotwStream) respond(t *sotwType, force bool) error {
 	if err := s.sendShared(t.typeURL, h.version, body, buf); err != nil {
 		return err
 	}
-	t.sent, t.digest, t.nonce = true, d, h.nonce
+	t.sent, t.digest, t.nonce, t.partial = true, d, h.nonce, false
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		s.log.Debug("xds response sent", "type", t.typeURL, "resources", n,
 			"version", versionString(d), "nonce", h.nonce)
@@ -180,12 +186,52 @@ func (s *sotwStream) respondPartial(t *sotwType, names []string) error {
 	if err := s.sendShared(t.typeURL, h.version, body, buf); err != nil {
 		return err
 	}
-	t.sent, t.digest, t.nonce = true, d, h.nonce
+	t.sent, t.digest, t.nonce, t.partial = true, d, h.nonce, true
+	return nil
+}
+
+// respondAdded answers an EDS subscription change of a proxy that holds
+// the full set of its previous subscription (the last response was a full
+// set it ACKed): EDS is not a state-of-the-world type for the proxy, so
+// only the assignments of the added clusters are sent, under the digest of
+// the whole new set — what the proxy then holds. A subscription that only
+// shrank is answered with nothing. After a config change that adds one
+// cluster, a proxy gets one assignment instead of all of them again.
+func (s *sotwStream) respondAdded(t *sotwType, before []string) error {
+	res, ok, err := s.generate(t.typeURL, t.names, false)
+	if !ok {
+		return err
+	}
+	d := setDigest(res)
+	var added []engine.Resource // a few: res may be shared, never filter it in place
+	for _, r := range res {
+		if _, had := slices.BinarySearch(before, r.Name); !had {
+			added = append(added, r)
+		}
+	}
+	if len(added) == 0 {
+		s.releaseScratch()
+		t.digest = d
+		return nil
+	}
+	h := wireHeader{version: d, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
+	body := s.srv.sharedBodyOf(&h, setDigest(added)^addedTag, added)
+	buf := getBuf(sizeField(fieldRespNonce, decimalLen(h.nonce)))
+	var scratch [20]byte
+	*buf = appendField(*buf, fieldRespNonce, appendDecimal(scratch[:0], h.nonce))
+	s.releaseScratch()
+	if err := s.sendShared(t.typeURL, h.version, body, buf); err != nil {
+		return err
+	}
+	t.digest, t.nonce = d, h.nonce
 	return nil
 }
 
 // partialTag marks the digests of partial responses.
 const partialTag = 0x5bd1e9955bd1e995
+
+// addedTag marks the content digests of responses to subscription changes.
+const addedTag = 0x2545f4914f6cdd1d
 
 // subscribedOf returns the names of changed that are in the sorted list subs.
 func subscribedOf(subs, changed []string) []string {

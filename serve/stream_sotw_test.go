@@ -154,11 +154,33 @@ func TestSotWEndpointSubscriptions(t *testing.T) {
 	c := newSotWClient(t, cc, "p")
 	c.request(engine.TypeEndpoint, "c1")
 	r := c.expect(engine.TypeEndpoint, "c1")
-	c.ack(r, "c1", "c2", "missing") // subscribe: the names that exist
-	r = c.expect(engine.TypeEndpoint, "c1", "c2")
-	c.ack(r, "c2") // unsubscribe c1
+	// Subscribing to more clusters: EDS is not state of the world for the
+	// proxy, so only the added ones that exist are sent, under the digest
+	// of the whole set.
+	c.ack(r, "c1", "c2", "missing")
+	added := c.expect(engine.TypeEndpoint, "c2")
+	c.ack(added, "c1", "c2", "missing")
+	// A full push of the same content sends nothing (the proxy holds it),
+	// nor does unsubscribing c1: the next response is the change of c2.
+	s := b.session(t, "p")
+	done := func() int { s.mu.Lock(); defer s.mu.Unlock(); return s.pushDones }
+	acks := func() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.acks) }
+	// quietAck sends an ACK that gets no response and waits until the
+	// stream has handled it (a response would be the sync point otherwise).
+	quietAck := func(r *discoveryv3.DiscoveryResponse, names ...string) {
+		t.Helper()
+		n := acks()
+		c.ack(r, names...)
+		waitFor(t, "the ACK handled", func() bool { return acks() > n })
+	}
+	before := done()
+	b.push(engine.Push{Full: true})
+	waitFor(t, "the full push handled", func() bool { return done() > before })
+	quietAck(added, "c2")
+	b.set(t, cla("c2", "10.0.0.9", 80))
+	b.push(engine.Push{Types: []string{engine.TypeEndpoint}, Endpoints: []string{"c2"}})
 	r = c.expect(engine.TypeEndpoint, "c2")
-	c.ack(r, "c2")
+	quietAck(r, "c2")
 
 	// The endpoint fast path: a change to an unwatched cluster sends nothing.
 	b.set(t, cla("c1", "10.0.0.7", 80))
@@ -166,9 +188,30 @@ func TestSotWEndpointSubscriptions(t *testing.T) {
 	b.set(t, cla("c2", "10.0.0.8", 80))
 	b.push(engine.Push{Types: []string{engine.TypeEndpoint}, Endpoints: []string{"c2"}})
 	r = c.expect(engine.TypeEndpoint, "c2")
-	c.ack(r) // unsubscribe all
-	c.expect(engine.TypeEndpoint)
+	// After a partial update the proxy's set is not known to match a full
+	// set's digest: a subscription change is answered in full — here the
+	// empty set, as all are unsubscribed.
+	c.ack(r)
+	r = c.expect(engine.TypeEndpoint)
+	c.ack(r, "c1", "c2") // from the empty set, both are added
+	c.expect(engine.TypeEndpoint, "c1", "c2")
 	c.expectQuiet()
+}
+
+// TestSotWEndpointSubscriptionAfterNack: a proxy that rejected its last
+// EDS response gets the whole set on its next subscription change, not
+// just the added clusters.
+func TestSotWEndpointSubscriptionAfterNack(t *testing.T) {
+	b := newTestBackend()
+	meshFixture(t, b)
+	cc := startServer(t, b, serve.XDSOptions{})
+	c := newSotWClient(t, cc, "p")
+	c.request(engine.TypeEndpoint, "c1")
+	r := c.expect(engine.TypeEndpoint, "c1")
+	c.send(&discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeEndpoint, ResponseNonce: r.GetNonce(),
+		ResourceNames: []string{"c1"}, ErrorDetail: &status.Status{Code: 3, Message: "bad endpoints"}})
+	c.ack(r, "c1", "c2")
+	c.expect(engine.TypeEndpoint, "c1", "c2")
 }
 
 func TestSotWWildcard(t *testing.T) {
