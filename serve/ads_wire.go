@@ -1,7 +1,6 @@
 package serve
 
 import (
-
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/protobuf/encoding/protowire"
 
