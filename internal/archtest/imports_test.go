@@ -136,11 +136,15 @@ func violations(from, path string) []string {
 	if !strings.HasPrefix(path, module+"/") {
 		return nil
 	}
-	to, _, _ := strings.Cut(strings.TrimPrefix(path, module+"/"), "/")
-	if to == from {
-		return nil
-	}
+	rest := strings.TrimPrefix(path, module+"/")
+	to, _, _ := strings.Cut(rest, "/")
 	var out []string
+	if (rest == "internal/kubetest" || strings.HasPrefix(rest, "internal/kubetest/")) && from != "internal" {
+		out = append(out, "imports "+path+": the Kubernetes test harness runs processes; only tests import it")
+	}
+	if to == from {
+		return out
+	}
 	if to == "cmd" {
 		out = append(out, "imports "+path+": nothing imports cmd; all wiring happens there")
 	}
@@ -169,6 +173,8 @@ func TestViolations(t *testing.T) {
 		{"cmd", module + "/bench", false},
 		{"loadgen", module + "/serve", true},
 		{"index", "google.golang.org/grpc", false},
+		{"cmd", module + "/internal/kubetest", true},
+		{"ingest", module + "/internal/kubetest", true},
 	} {
 		if got := len(violations(tc.from, tc.path)) > 0; got != tc.bad {
 			t.Errorf("violations(%q, %q) = %v, want bad=%v", tc.from, tc.path, violations(tc.from, tc.path), tc.bad)
