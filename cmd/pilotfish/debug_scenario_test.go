@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,8 +140,21 @@ func TestDebugSyncz(t *testing.T) {
 		t.Errorf("ratings-1.other: %+v", n)
 	}
 
+	// The /debug index lists every endpoint.
+	code, b := get(t, s.base+"/debug")
+	var paths []string
+	if err := json.Unmarshal(b, &paths); code != http.StatusOK || err != nil {
+		t.Fatalf("/debug: %d %v %s", code, err, b)
+	}
+	for _, p := range []string{"/debug/syncz", "/debug/connections", "/debug/config_dump", "/debug/keyz", "/debug/endpointz",
+		"/debug/push_status", "/debug/cachez", "/debug/registryz", "/debug/configz", "/debug/config_errors"} {
+		if !slices.Contains(paths, p) {
+			t.Errorf("/debug lacks %s: %v", p, paths)
+		}
+	}
+
 	// ?namespace= filters as istiod's does.
-	code, b := get(t, s.base+"/debug/syncz?namespace=other")
+	code, b = get(t, s.base+"/debug/syncz?namespace=other")
 	var only []SyncStatus
 	if err := json.Unmarshal(b, &only); code != http.StatusOK || err != nil || len(only) != 1 || only[0].ProxyID != "ratings-1.other" {
 		t.Errorf("syncz?namespace=other: %d %s", code, b)

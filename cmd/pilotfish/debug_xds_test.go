@@ -61,6 +61,14 @@ type adsClient struct {
 	mu      sync.Mutex          // serializes sends: the receiver ACKs too
 	autoAck bool                // guarded by mu; ACK every later response
 	names   map[string][]string // guarded by mu; subscriptions, for ACKs
+	got     map[string]int      // guarded by mu; responses received by type URL
+}
+
+// received returns how many responses of typeURL arrived so far.
+func (c *adsClient) received(typeURL string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.got[typeURL]
 }
 
 // newADSClient connects a sidecar POD.NS at ip, with istio-agent's
@@ -92,6 +100,10 @@ func newADSClient(t *testing.T, addr, pod, ns, ip string) *adsClient {
 				return
 			}
 			c.mu.Lock()
+			if c.got == nil {
+				c.got = map[string]int{}
+			}
+			c.got[r.GetTypeUrl()]++
 			if c.autoAck {
 				_ = c.stream.Send(&discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), VersionInfo: r.GetVersionInfo(),
 					ResponseNonce: r.GetNonce(), ResourceNames: c.names[r.GetTypeUrl()]})

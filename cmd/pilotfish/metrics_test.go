@@ -70,55 +70,98 @@ func mustValue(fams map[string]*dto.MetricFamily, name string, labels ...string)
 	return v
 }
 
-// The scenario's metrics, after one config change: every count is known.
+// The scenario's metrics, after a config change and an endpoint change:
+// what the server counts is what the proxies received.
 func TestMetricsAfterScenario(t *testing.T) {
 	s := newScenario(t)
-	// Pushes are counted from here: the initial sync may push before all
-	// three proxies connect.
+	clients := []*adsClient{s.synced, s.stale, s.n}
+	received := func(typeURL string) float64 {
+		n := 0
+		for _, c := range clients {
+			n += c.received(typeURL)
+		}
+		return float64(n)
+	}
+	// check compares the server's counts with the clients' and with the
+	// expectations of one step.
+	check := func(extra func(fams map[string]*dto.MetricFamily) []string) {
+		t.Helper()
+		eventually(t, "metrics agree with the proxies", func() string {
+			fams := scrape(t, s.base)
+			var bad []string
+			for _, w := range []struct {
+				name, label string
+				want        float64
+			}{
+				{"pilot_xds", "", 3},
+				{"pilot_services", "", 2},
+				{"pilot_xds_pushes", "type=cds", received(engine.TypeCluster)},
+				{"pilot_xds_push_time_count", "type=cds", received(engine.TypeCluster)},
+				{"pilot_xds_config_size_bytes_count", "type=cds", received(engine.TypeCluster)},
+				{"pilot_xds_pushes", "type=eds", received(engine.TypeEndpoint)},
+				{"pilot_xds_pushes", "type=lds", received(engine.TypeListener)},
+				{"pilot_total_xds_rejects", "type=cds", 1},
+			} {
+				var labels []string
+				if w.label != "" {
+					labels = []string{w.label}
+				}
+				if got := mustValue(fams, w.name, labels...); got != w.want {
+					bad = append(bad, fmt.Sprintf("%s{%s} = %v, want %v", w.name, w.label, got, w.want))
+				}
+			}
+			return strings.Join(append(bad, extra(fams)...), "; ")
+		})
+	}
+
+	// A new service changes every proxy's clusters: each receives CDS.
 	before := scrape(t, s.base)
-	at := func(name string, labels ...string) float64 { v, _ := metricValue(before, name, labels...); return v }
-	pushesBefore, _ := metricValue(before, "pilotfish_pushes_total", "reason=config")
-	triggersBefore, _ := metricValue(before, "pilotfish_push_triggers_total", "reason=config")
-	// A new service changes every proxy's clusters: one CDS response each.
+	cds := [3]int{s.synced.received(engine.TypeCluster), s.stale.received(engine.TypeCluster), s.n.received(engine.TypeCluster)}
 	s.writeConfig(t, "ratings.yaml", ratingsYAML)
 	s.synced.recv(engine.TypeCluster) // and ACKs it (ackAll)
 	s.stale.recv(engine.TypeCluster)
 	s.n.recv(engine.TypeCluster)
-
-	want := []struct {
-		name   string
-		labels []string
-		value  float64
-	}{
-		{"pilot_xds", nil, 3},
-		{"pilot_services", nil, 2},
-		{"pilot_xds_pushes", []string{"type=cds"}, at("pilot_xds_pushes", "type=cds") + 3},
-		{"pilot_xds_push_time_count", []string{"type=cds"}, at("pilot_xds_push_time_count", "type=cds") + 3},
-		{"pilot_xds_config_size_bytes_count", []string{"type=cds"}, at("pilot_xds_config_size_bytes_count", "type=cds") + 3},
-		{"pilot_total_xds_rejects", []string{"type=cds"}, 1},
-	}
-	eventually(t, "metrics settle", func() string {
-		fams := scrape(t, s.base)
+	check(func(fams map[string]*dto.MetricFamily) []string {
 		var bad []string
-		for _, w := range want {
-			if got, _ := metricValue(fams, w.name, w.labels...); got != w.value {
-				bad = append(bad, fmt.Sprintf("%s%v = %v, want %v", w.name, w.labels, got, w.value))
+		for i, c := range clients {
+			if c.received(engine.TypeCluster) <= cds[i] {
+				bad = append(bad, fmt.Sprintf("proxy %d got no new CDS", i))
 			}
 		}
-		// Each config push is queued for the three proxies. (The file
-		// source may publish the change in more than one push: only the
-		// one carrying the new service sends CDS.)
-		pushes, _ := metricValue(fams, "pilotfish_pushes_total", "reason=config")
-		triggers, _ := metricValue(fams, "pilotfish_push_triggers_total", "reason=config")
-		if pushes <= pushesBefore || triggers-triggersBefore != 3*(pushes-pushesBefore) {
-			bad = append(bad, fmt.Sprintf("config pushes %v→%v queued for %v→%v proxies, want ≥1 more, 3 proxies each", pushesBefore, pushes, triggersBefore, triggers))
+		// Each config push is queued for the three proxies (the file
+		// source may publish a change in more than one push).
+		p0, p1 := mustValue(before, "pilotfish_pushes_total", "reason=config"), mustValue(fams, "pilotfish_pushes_total", "reason=config")
+		q0, q1 := mustValue(before, "pilotfish_push_triggers_total", "reason=config"), mustValue(fams, "pilotfish_push_triggers_total", "reason=config")
+		if p1 <= p0 || q1-q0 != 3*(p1-p0) {
+			bad = append(bad, fmt.Sprintf("config pushes %v→%v queued for %v→%v proxies, want ≥1 more, 3 proxies each", p0, p1, q0, q1))
 		}
 		// reviews-1.shop ACKs its new clusters: convergence is measured.
-		if got, want := mustValue(fams, "pilot_proxy_convergence_time_count"), at("pilot_proxy_convergence_time_count")+1; got < want {
+		if got, want := mustValue(fams, "pilot_proxy_convergence_time_count"), mustValue(before, "pilot_proxy_convergence_time_count")+1; got < want {
 			bad = append(bad, fmt.Sprintf("pilot_proxy_convergence_time_count = %v, want ≥ %v", got, want))
 		}
-		return strings.Join(bad, "; ")
+		return bad
 	})
+
+	// An endpoint change takes the fast path: an endpoint push, queued for
+	// the three proxies (all see the service), EDS sent only to the one
+	// watching its cluster.
+	before = scrape(t, s.base)
+	eds := s.synced.received(engine.TypeEndpoint)
+	s.writeConfig(t, "svc.yaml", strings.Replace(svcYAML, "10.244.0.5", "10.244.0.50", 1))
+	s.synced.recv(engine.TypeEndpoint)
+	check(func(fams map[string]*dto.MetricFamily) []string {
+		var bad []string
+		if s.synced.received(engine.TypeEndpoint) <= eds {
+			bad = append(bad, "the endpoint change sent no EDS")
+		}
+		p0, p1 := mustValue(before, "pilotfish_pushes_total", "reason=endpoint"), mustValue(fams, "pilotfish_pushes_total", "reason=endpoint")
+		q0, q1 := mustValue(before, "pilotfish_push_triggers_total", "reason=endpoint"), mustValue(fams, "pilotfish_push_triggers_total", "reason=endpoint")
+		if p1 <= p0 || q1-q0 != 3*(p1-p0) {
+			bad = append(bad, fmt.Sprintf("endpoint pushes %v→%v queued for %v→%v proxies, want ≥1 more, 3 proxies each", p0, p1, q0, q1))
+		}
+		return bad
+	})
+
 	fams := scrape(t, s.base)
 	if v, found := metricValue(fams, "pilot_xds_push_errors"); found && v != 0 {
 		t.Errorf("pilot_xds_push_errors = %v, want none", v)
