@@ -139,7 +139,7 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 			if f == nil {
 				continue
 			}
-			fc := &listener.FilterChain{Filters: []*listener.Filter{f}}
+			fc := &listener.FilterChain{Filters: k.tcpFilters(f)}
 			if srv.GetTls() != nil {
 				needTLSInspector = true
 				fc.FilterChainMatch = sniMatch(HostsForNamespace(srv.GetHosts(), "*", ""))
@@ -348,7 +348,7 @@ func (k *GatewayListenerKey) passthroughChains(s *GatewayServer, srv *networking
 				}
 				out = append(out, &listener.FilterChain{
 					FilterChainMatch: &listener.FilterChainMatch{ServerNames: m.GetSniHosts()},
-					Filters:          []*listener.Filter{k.tcpProxy(c, vsNS, r.GetRoute(), srv.GetPort().GetNumber())},
+					Filters:          k.tcpFilters(k.tcpProxy(c, vsNS, r.GetRoute(), srv.GetPort().GetNumber())),
 				})
 			}
 		}
@@ -370,7 +370,7 @@ func (k *GatewayListenerKey) autoPassthroughChains(s *GatewayServer) []*listener
 			name := "outbound_." + strconv.FormatUint(uint64(p.Number), 10) + "_._." + host
 			out = append(out, &listener.FilterChain{
 				FilterChainMatch: &listener.FilterChainMatch{ServerNames: []string{name}, ApplicationProtocols: gwALPNIstioMTLS},
-				Filters:          []*listener.Filter{lsTCPProxy(name, name)},
+				Filters:          k.tcpFilters(lsTCPProxy(name, name)),
 			})
 		}
 	}

@@ -104,3 +104,12 @@ func (k *GatewayListenerKey) securityHTTPFilters() []*hcm.HttpFilter {
 	}
 	return append(out, authzHTTPFilters(k.Syms, &k.Authz)...)
 }
+
+// tcpFilters are a router's network filters for a TCP, TLS or passthrough
+// server: the RBAC filters of the policies selecting it, then proxy.
+func (k *GatewayListenerKey) tcpFilters(proxy *listener.Filter) []*listener.Filter {
+	if k.Authz.Empty() {
+		return []*listener.Filter{proxy}
+	}
+	return append(authzTCPFilters(k.Syms, &k.Authz), proxy)
+}

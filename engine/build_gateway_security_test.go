@@ -53,3 +53,53 @@ func TestExamplesIngressGatewaySecurity(t *testing.T) {
 		t.Fatal("no HTTP connection manager on the gateway")
 	}
 }
+
+// TestGatewayTCPServerRBAC: a router's TCP server gets the network RBAC
+// filter of the AuthorizationPolicy selecting the router, before its proxy
+// filter.
+func TestGatewayTCPServerRBAC(t *testing.T) {
+	snap := lrLoad(t, map[string][]byte{"gw.yaml": []byte(`apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: tcp-gw, namespace: istio-system}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 31400, name: tcp, protocol: TCP}, hosts: ["*"]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec: {clusterIP: 10.96.0.70, ports: [{name: tcp, port: 5432}]}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: db, namespace: istio-system}
+spec:
+  hosts: ["*"]
+  gateways: [tcp-gw]
+  tcp: [{route: [{destination: {host: db.shop.svc.cluster.local, port: {number: 5432}}}]}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: no-evil, namespace: istio-system}
+spec:
+  selector: {matchLabels: {istio: ingressgateway}}
+  action: DENY
+  rules: [{from: [{source: {ipBlocks: [203.0.113.0/24]}}]}]
+`)})
+	labels := map[string]string{"istio": "ingressgateway"}
+	sc := routerScope(snap, "istio-system", labels)
+	sc.Class.Labels = securityLabels(snap, "istio-system", &Node{Namespace: "istio-system", Labels: labels})
+	rs, err := buildGatewayListeners(sc, encode.DefaultMesh(), verifyCache(), nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := decodeListeners(t, rs)
+	if len(ls) != 1 || len(ls[0].FilterChains) != 1 {
+		t.Fatalf("listeners %v", ls)
+	}
+	validate(t, ls[0])
+	fs := ls[0].FilterChains[0].Filters
+	if len(fs) != 2 || fs[0].Name != "envoy.filters.network.rbac" || fs[1].Name != "envoy.filters.network.tcp_proxy" {
+		t.Fatalf("filters %v, want network RBAC then tcp_proxy", fs)
+	}
+}
