@@ -17,6 +17,8 @@ func BenchmarkNameTable(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		b.ReportAllocs()
 		size := 0
+		cpu := processCPU()
+		defer reportCPU(b, cpu)
 		for b.Loop() {
 			rs, err := buildNameTable(sc, mesh, encode.NewCache(), nil, true, nil)
 			if err != nil || len(rs) != 1 {
@@ -32,6 +34,8 @@ func BenchmarkNameTable(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
+		cpu := processCPU()
+		defer reportCPU(b, cpu)
 		for b.Loop() {
 			if _, err := buildNameTable(sc, mesh, cache, nil, true, nil); err != nil {
 				b.Fatal(err)

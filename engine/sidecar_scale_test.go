@@ -163,12 +163,14 @@ func BenchmarkSidecarScopedProxy(b *testing.B) {
 				cache := encode.NewCache()
 				pc := buildProxyConfig(b, scopeOf(e, c.snap, c.ns), mesh, cache)
 				b.ReportAllocs()
+				cpu := processCPU()
 				for b.Loop() {
 					if mode == "cold" {
 						cache = encode.NewCache()
 					}
 					buildProxyConfig(b, scopeOf(e, c.snap, c.ns), mesh, cache)
 				}
+				reportCPU(b, cpu)
 				b.ReportMetric(float64(pc.bytes), "bytes/proxy")
 				b.ReportMetric(float64(pc.count), "resources/proxy")
 			})
