@@ -32,6 +32,10 @@ type mergedGateway struct {
 	dests map[*index.Config][]*index.Service
 	// routes caches each route name's virtual host keys (*gwRouteKeys).
 	routes sync.Map
+	// digest identifies every input (gateway_reuse.go); syms is the symbol
+	// table the rows' symbols belong to.
+	digest uint64
+	syms   *index.Symbols
 }
 
 type gwPort struct {
@@ -70,7 +74,7 @@ func gatewayOf(sc *Scope) *mergedGateway {
 	if v, ok := mergedGateways.Load(wp); ok {
 		return v.(*mergedGateway)
 	}
-	v := newMergedGateway(sc)
+	v := reuseGateway(newMergedGateway(sc))
 	if actual, loaded := mergedGateways.LoadOrStore(wp, v); loaded {
 		return actual.(*mergedGateway)
 	}
@@ -164,6 +168,7 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 			}
 		}
 	}
+	m.computeDigest(snap.Symbols, sc.Class.Namespace, sc.Class.Gateways)
 	return m
 }
 

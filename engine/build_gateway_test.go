@@ -327,3 +327,43 @@ spec:
 		t.Fatalf("after the new Gateway: listeners %v", got)
 	}
 }
+
+// TestMergedGatewayReuse: a config change the router does not depend on
+// (a service elsewhere) keeps its merged gateway, route keys included; a
+// change to a bound VirtualService builds a new one whose routes show it.
+func TestMergedGatewayReuse(t *testing.T) {
+	y, err := istiobench.Render("gateways", istiobench.Params{Services: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := newScopedWriter(t, string(y))
+	scope := func() *Scope { return routerScope(sw.w.Snapshot(), "istio-system", benchLabels) }
+	first := gatewayOf(scope())
+	sw.apply(`
+apiVersion: v1
+kind: Service
+metadata: {name: other, namespace: elsewhere}
+spec: {clusterIP: 10.96.7.7, ports: [{name: http, port: 80}]}`)
+	if gatewayOf(scope()) != first {
+		t.Error("an unrelated service rebuilt the router's merged gateway")
+	}
+	sw.apply(`
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: vs-0, namespace: gateway}
+spec:
+  hosts: [random-a-0.host.example, random-b-0.host.example, random-c-0.host.example]
+  gateways: [gateway/gateway-0]
+  http: [{match: [{uri: {prefix: /changed}}], route: [{destination: {host: random-0.host.example}}]}]`)
+	sc := scope()
+	if gatewayOf(sc) == first {
+		t.Fatal("a changed bound VirtualService kept the old merged gateway")
+	}
+	rs, err := buildRoutes(sc, encode.DefaultMesh(), verifyCache(), []string{"http.80"}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decodeRoutes(t, rs)[0]; r.VirtualHosts[0].Routes[0].GetMatch().GetPrefix() != "/changed" {
+		t.Errorf("http.80 first route %v, want the changed prefix", r.VirtualHosts[0].Routes[0].GetMatch())
+	}
+}
