@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -210,15 +211,33 @@ type trackedSession struct {
 	Session
 	st *connStatus
 	c  *conn // for the nonce of the response just sent
+	// inPush is set between a TakePush that returned a push and its
+	// PushDone (which a stalled send may call from another goroutine).
+	inPush atomic.Bool
+}
+
+func (t *trackedSession) TakePush() (engine.Push, bool) {
+	p, ok := t.Session.TakePush()
+	t.inPush.Store(ok)
+	return p, ok
+}
+
+func (t *trackedSession) PushDone() {
+	t.inPush.Store(false)
+	t.Session.PushDone()
 }
 
 func (t *trackedSession) Generate(typeURL string, names []string, wildcard bool, dst []engine.Resource) ([]engine.Resource, error) {
 	t.st.mu.Lock()
 	s := t.st.typeLocked(typeURL)
-	// An endpoint update of a few changed clusters (respondPartial) asks
-	// for a subset of the subscription: keep the full one.
-	// (Only a shorter list can be one: a full request skips the search.)
-	if wildcard || typeURL != engine.TypeEndpoint || s.Wildcard || len(names) >= len(s.Names) || !subsetOf(names, s.Names) {
+	// A push of a few changed endpoints (the fast path, respondPartial)
+	// asks for a subset of the EDS subscription: keep the full one.
+	// Subscriptions change only on requests, outside pushes, where every
+	// call is the full set (a smaller one when the proxy unsubscribed).
+	// Only a shorter list can be a partial one: a full set skips the search.
+	partial := t.inPush.Load() && typeURL == engine.TypeEndpoint && !wildcard && !s.Wildcard &&
+		len(names) < len(s.Names) && subsetOf(names, s.Names)
+	if !partial {
 		s.Names, s.Wildcard = names, wildcard
 	}
 	t.st.mu.Unlock()

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"net"
+	"slices"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -129,4 +130,29 @@ func TestDebugTypeRequest(t *testing.T) {
 	if _, ok := x.Connection("istioctl.istio-system"); ok {
 		t.Fatal("Connection returned a tool's debug stream")
 	}
+}
+
+// The registry keeps a stream's full EDS subscription: a push of a few
+// changed clusters does not replace it, a smaller subscription does.
+func TestRegistrySubscription(t *testing.T) {
+	b := newTestBackend()
+	meshFixture(t, b)
+	x, cc := startRegistryServer(t, b, serve.XDSOptions{})
+	c := newSotWClient(t, cc, "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local")
+	c.request(engine.TypeEndpoint, "c1", "c2")
+	r := c.expect(engine.TypeEndpoint, "c1", "c2")
+	c.ack(r, "c1", "c2")
+	names := func() []string { return typeStatus(t, x, "a.ns", engine.TypeEndpoint).Names }
+	waitFor(t, "EDS acked", func() bool { return typeStatus(t, x, "a.ns", engine.TypeEndpoint).AckedNonce == r.GetNonce() })
+
+	b.set(t, cla("c2", "10.0.0.9", 80))
+	b.push(engine.Push{Types: []string{engine.TypeEndpoint}, Endpoints: []string{"c2"}, Reason: "endpoint"})
+	p := c.expect(engine.TypeEndpoint, "c2")
+	waitFor(t, "partial push recorded", func() bool { return typeStatus(t, x, "a.ns", engine.TypeEndpoint).SentNonce == p.GetNonce() })
+	if got := names(); !slices.Equal(got, []string{"c1", "c2"}) {
+		t.Fatalf("after a partial push: names %v, want [c1 c2]", got)
+	}
+
+	c.send(&discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeEndpoint, VersionInfo: p.GetVersionInfo(), ResponseNonce: p.GetNonce(), ResourceNames: []string{"c1"}})
+	waitFor(t, "subscription shrunk", func() bool { return slices.Equal(names(), []string{"c1"}) })
 }
