@@ -24,6 +24,8 @@ type Converter struct {
 	// refHome, when set by a converter, is where Put keeps the object's
 	// ref list if it has more than one (convert_refs.go).
 	refHome []rowRef
+	// locBuf builds endpoint localities (localitySym).
+	locBuf []byte
 	// nodes maps a Node's name to its locality (source_kube.go); the file
 	// source has no Nodes and leaves it empty.
 	nodes map[string]string

@@ -3,6 +3,7 @@ package ingest
 import (
 	"net/netip"
 	"strings"
+	"unsafe"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 	corev1 "k8s.io/api/core/v1"
@@ -120,9 +121,7 @@ func (c *Converter) endpointSlice(b *index.Batch, o *Object) []rowRef {
 	g.Endpoints = make([]index.Endpoint, 0, n) // exact: rows are the bulk of the heap
 	for _, e := range es.Endpoints {
 		row := index.Endpoint{Health: endpointHealth(e.Conditions)}
-		if loc := c.endpointLocality(e.NodeName, e.Zone); loc != "" {
-			row.Locality = c.sym(loc)
-		}
+		row.Locality = c.localitySym(e.NodeName, e.Zone)
 		for _, a := range e.Addresses {
 			addr, err := netip.ParseAddr(a)
 			if err != nil {
@@ -186,4 +185,28 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// localitySym interns an endpoint's locality (endpointLocality). Most
+// endpoints name a zone and no Node the converter knows: their "/zone" is
+// built in a reused buffer and only looked up (Intern copies a string only
+// when it is new), instead of a string allocated per endpoint.
+func (c *Converter) localitySym(nodeName, zone *string) index.Sym {
+	if zone != nil && *zone != "" {
+		if _, known := c.nodes[ptrString(nodeName)]; nodeName == nil || !known {
+			c.locBuf = append(append(c.locBuf[:0], '/'), *zone...)
+			return c.sym(unsafe.String(unsafe.SliceData(c.locBuf), len(c.locBuf)))
+		}
+	}
+	if loc := c.endpointLocality(nodeName, zone); loc != "" {
+		return c.sym(loc)
+	}
+	return 0
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -81,3 +81,29 @@ func TestProtocolOf(t *testing.T) {
 		t.Errorf("protocolOf allocates %v times", n)
 	}
 }
+
+// TestLocalitySym checks that the buffered fast path interns exactly what
+// endpointLocality returns, and allocates nothing for a known locality.
+func TestLocalitySym(t *testing.T) {
+	w := index.NewWriter()
+	c := NewConverter(w, "cluster.local")
+	c.nodes = map[string]string{"n": "r//", "m": "r/z1/s"}
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct{ node, zone *string }{
+		{nil, nil}, {nil, str("")}, {nil, str("z")}, {str("other"), str("z")},
+		{str("n"), str("z")}, {str("n"), nil}, {str("m"), str("z")}, {str("other"), nil},
+	} {
+		want := index.Sym(0)
+		if loc := c.endpointLocality(tc.node, tc.zone); loc != "" {
+			want = c.sym(loc)
+		}
+		if got := c.localitySym(tc.node, tc.zone); got != want {
+			t.Errorf("localitySym(%v, %v) = %q, want %q", ptrString(tc.node), ptrString(tc.zone), w.Symbols().String(got), w.Symbols().String(want))
+		}
+	}
+	zone := str("zone-7")
+	c.localitySym(nil, zone)
+	if n := testing.AllocsPerRun(100, func() { c.localitySym(nil, zone) }); n != 0 {
+		t.Errorf("localitySym of a known zone allocates %v times", n)
+	}
+}
