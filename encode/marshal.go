@@ -28,14 +28,20 @@ func AppendAny(dst []byte, typeURL string, m proto.Message) ([]byte, error) {
 	dst = protowire.AppendString(dst, typeURL)
 	dst = protowire.AppendTag(dst, anyValue, protowire.BytesType)
 	if vt, ok := m.(vtMarshaler); ok {
-		n := vt.SizeVT()
-		dst = protowire.AppendVarint(dst, uint64(n))
+		// The Any's value is length-prefixed: encode after a reserved
+		// maximal varint, then move the bytes down when the size is known.
+		var hdr [binaryMaxVarintLen64]byte
 		start := len(dst)
-		dst = append(dst, make([]byte, n)...)
-		if _, err := vt.MarshalToSizedBufferVTStrict(dst[start:]); err != nil {
+		dst = append(dst, hdr[:]...)
+		dst, err := marshalVT(dst, vt, m)
+		if err != nil {
 			return dst[:start], err
 		}
-		return dst, nil
+		body := len(dst) - start - len(hdr)
+		n := protowire.SizeVarint(uint64(body))
+		protowire.AppendVarint(dst[start:start], uint64(body))
+		copy(dst[start+n:], dst[start+len(hdr):])
+		return dst[:start+n+body], nil
 	}
 	return appendAnySlow(dst, m)
 }
@@ -45,3 +51,5 @@ func appendAnySlow(dst []byte, m proto.Message) ([]byte, error) {
 	dst = protowire.AppendVarint(dst, uint64(opts.Size(m)))
 	return opts.MarshalAppend(dst, m)
 }
+
+const binaryMaxVarintLen64 = 10

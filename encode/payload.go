@@ -8,9 +8,7 @@ import (
 // marshalBare encodes a message without an Any wrapper.
 func marshalBare(m proto.Message) ([]byte, error) {
 	if vt, ok := m.(vtMarshaler); ok {
-		b := make([]byte, vt.SizeVT())
-		_, err := vt.MarshalToSizedBufferVTStrict(b)
-		return b, err
+		return marshalVT(nil, vt, m)
 	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
 }
