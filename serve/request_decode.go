@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -8,6 +9,8 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/pilotfish-mesh/pilotfish/engine"
 )
 
 // DiscoveryRequest field numbers.
@@ -23,8 +26,10 @@ const (
 // decodeDiscoveryRequest decodes b into r as proto.Unmarshal does, for the
 // request every SotW ACK is: Envoy repeats its whole subscription in each
 // (a thousand cluster names for EDS in a large mesh), and proto.Unmarshal
-// allocates a string per name. Here every string field is a substring of
-// one copy of b: three allocations whatever the number of names. A request
+// allocates a string per name. Here the names are substrings of one copy
+// of b: a few allocations whatever their number. A stream keeps a list only
+// when it changes its subscription, and then shares one canonical copy
+// among streams (sharedNames). A request
 // with a field it does not know (resource_locators, unknown fields) is
 // handed to proto.Unmarshal, so the result is always proto.Unmarshal's.
 func decodeDiscoveryRequest(b []byte, r *discoveryv3.DiscoveryRequest) error {
@@ -56,13 +61,16 @@ func decodeDiscoveryRequestFast(b []byte, r *discoveryv3.DiscoveryRequest) bool 
 			if !utf8.ValidString(s) {
 				return false
 			}
+			// Copied, not sliced from the message: a stream keeps these
+			// (its type URL for its life), and a substring would pin the
+			// whole request with its thousand names.
 			switch num {
 			case reqVersionInfo:
-				r.VersionInfo = s
+				r.VersionInfo = strings.Clone(s)
 			case reqTypeURL:
-				r.TypeUrl = s
+				r.TypeUrl = knownTypeURL(s)
 			default:
-				r.ResponseNonce = s
+				r.ResponseNonce = strings.Clone(s)
 			}
 		case reqResourceNames:
 			if !utf8.ValidString(s) {
@@ -118,3 +126,14 @@ func countField(b []byte, off int, num protowire.Number) int {
 // mergeOpts decodes a repeated occurrence of a message field into the
 // message already decoded, as proto.Unmarshal does.
 var mergeOpts = proto.UnmarshalOptions{Merge: true}
+
+// knownTypeURL returns the constant for a type URL pilotfish serves (no
+// allocation), else a copy of s.
+func knownTypeURL(s string) string {
+	for _, t := range [...]string{engine.TypeCluster, engine.TypeEndpoint, engine.TypeListener, engine.TypeRoute, engine.TypeSecret, engine.TypeNameTable} {
+		if s == t {
+			return t
+		}
+	}
+	return strings.Clone(s)
+}
