@@ -37,12 +37,12 @@ func marshalVT(dst []byte, vt vtMarshaler, m proto.Message) ([]byte, error) {
 		// keys (field 25; fields may come in any order on the wire).
 		md := c.Metadata
 		c.Metadata = nil
-		n := c.SizeVT()
+		n := vt.SizeVT() // c, without its metadata
 		mdSize := sizeMetadata(md)
 		start := len(dst)
 		dst = slices.Grow(dst, n+protowire.SizeTag(clusterMetadataField)+protowire.SizeVarint(uint64(mdSize))+mdSize)
 		dst = dst[:start+n]
-		_, err := c.MarshalToSizedBufferVTStrict(dst[start:])
+		_, err := vt.MarshalToSizedBufferVTStrict(dst[start:])
 		c.Metadata = md
 		if err != nil {
 			return dst[:start], err
