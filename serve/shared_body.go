@@ -6,18 +6,14 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/engine"
 )
 
-// sharedBody returns the encoded SotW DiscoveryResponse for h and res
-// without its nonce, assembled once per (type, content digest) and shared:
-// a push of one config to 10,000 sidecars of a class assembles each type's
-// body once, and every stream writes the same immutable bytes (followed by
-// its own nonce field). The returned slice must not be modified.
-func (s *XDSServer) sharedBody(h *wireHeader, res []engine.Resource) []byte {
-	return s.sharedBodyOf(h, h.version, res)
-}
-
-// sharedBodyOf is sharedBody for a response whose resources are not the
-// set its version names (only the added ones of an EDS subscription
-// change): content is the digest of the resources themselves.
+// sharedBodyOf returns the encoded SotW DiscoveryResponse for h and res
+// without its nonce, assembled once per (type, version, content) and
+// shared: a push of one config to 10,000 sidecars of a class assembles each
+// type's body once, and every stream writes the same immutable bytes
+// (followed by its own nonce field). content is the digest of the
+// resources themselves: h.version for a full set, another digest when the
+// response carries part of the set its version names (the added clusters
+// of an EDS subscription change). The returned slice must not be modified.
 func (s *XDSServer) sharedBodyOf(h *wireHeader, content uint64, res []engine.Resource) []byte {
 	bodies := s.bodies
 	k := bodyKey{typeURL: h.typeURL, version: h.version, content: content}

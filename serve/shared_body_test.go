@@ -13,9 +13,9 @@ func TestSharedBodyIsSharedAndDecodes(t *testing.T) {
 	s := NewXDSServer(nil, XDSOptions{ControlPlaneID: "cp-1"})
 	res := []engine.Resource{{Name: "a", Any: []byte{0x0a, 0x01, 'x'}}, {Name: "b", Any: []byte{0x0a, 0x01, 'y'}}}
 	h := wireHeader{version: 42, nonce: 7, typeURL: engine.TypeCluster, controlPlane: s.controlPlane}
-	b1 := s.sharedBody(&h, res)
+	b1 := s.sharedBodyOf(&h, h.version, res)
 	h.nonce = 8
-	b2 := s.sharedBody(&h, res)
+	b2 := s.sharedBodyOf(&h, h.version, res)
 	if &b1[0] != &b2[0] {
 		t.Fatal("two streams sending the same content did not share the body")
 	}
@@ -35,7 +35,7 @@ func TestSharedBodyIsSharedAndDecodes(t *testing.T) {
 	// Another server (another control plane id) has its own bodies.
 	other := NewXDSServer(nil, XDSOptions{ControlPlaneID: "cp-2"})
 	h.controlPlane = other.controlPlane
-	if b3 := other.sharedBody(&h, res); &b3[0] == &b1[0] {
+	if b3 := other.sharedBodyOf(&h, h.version, res); &b3[0] == &b1[0] {
 		t.Fatal("bodies shared across servers")
 	}
 }

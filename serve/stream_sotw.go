@@ -143,25 +143,33 @@ func (s *sotwStream) respond(t *sotwType, force bool) error {
 		s.releaseScratch()
 		return nil
 	}
-	h := wireHeader{version: d, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
-	// Streams that send the same resources send the same bytes but for the
-	// nonce: the body is assembled once and shared, the nonce goes after it
-	// (protobuf fields may come in any order).
-	body := s.srv.sharedBody(&h, res)
+	n := len(res)
+	nonce, err := s.sendResponse(t, d, d, res)
+	if err != nil {
+		return err
+	}
+	t.sent, t.digest, t.nonce, t.partial = true, d, nonce, false
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("xds response sent", "type", t.typeURL, "resources", n,
+			"version", versionString(d), "nonce", nonce)
+	}
+	return nil
+}
+
+// sendResponse sends res as a response of t's type with version_info version and
+// releases the stream's scratch. Streams that send the same resources send
+// the same bytes but for the nonce: the body is assembled once per
+// (version, content) and shared, the nonce goes after it (protobuf fields
+// may come in any order). content names the resources themselves; it is
+// version for a full set.
+func (s *sotwStream) sendResponse(t *sotwType, version, content uint64, res []engine.Resource) (nonce uint64, err error) {
+	h := wireHeader{version: version, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
+	body := s.srv.sharedBodyOf(&h, content, res)
 	buf := getBuf(sizeField(fieldRespNonce, decimalLen(h.nonce)))
 	var scratch [20]byte
 	*buf = appendField(*buf, fieldRespNonce, appendDecimal(scratch[:0], h.nonce))
-	n := len(res)
 	s.releaseScratch()
-	if err := s.sendShared(t.typeURL, h.version, body, buf); err != nil {
-		return err
-	}
-	t.sent, t.digest, t.nonce, t.partial = true, d, h.nonce, false
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("xds response sent", "type", t.typeURL, "resources", n,
-			"version", versionString(d), "nonce", h.nonce)
-	}
-	return nil
+	return h.nonce, s.sendShared(t.typeURL, h.version, body, buf)
 }
 
 // respondPartial sends the resources of names only (an EDS update). Its
@@ -177,16 +185,11 @@ func (s *sotwStream) respondPartial(t *sotwType, names []string) error {
 		return nil
 	}
 	d := setDigest(res) ^ partialTag
-	h := wireHeader{version: d, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
-	body := s.srv.sharedBody(&h, res)
-	buf := getBuf(sizeField(fieldRespNonce, decimalLen(h.nonce)))
-	var scratch [20]byte
-	*buf = appendField(*buf, fieldRespNonce, appendDecimal(scratch[:0], h.nonce))
-	s.releaseScratch()
-	if err := s.sendShared(t.typeURL, h.version, body, buf); err != nil {
+	nonce, err := s.sendResponse(t, d, d, res)
+	if err != nil {
 		return err
 	}
-	t.sent, t.digest, t.nonce, t.partial = true, d, h.nonce, true
+	t.sent, t.digest, t.nonce, t.partial = true, d, nonce, true
 	return nil
 }
 
@@ -214,16 +217,11 @@ func (s *sotwStream) respondAdded(t *sotwType, before []string) error {
 		t.digest = d
 		return nil
 	}
-	h := wireHeader{version: d, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
-	body := s.srv.sharedBodyOf(&h, setDigest(added)^addedTag, added)
-	buf := getBuf(sizeField(fieldRespNonce, decimalLen(h.nonce)))
-	var scratch [20]byte
-	*buf = appendField(*buf, fieldRespNonce, appendDecimal(scratch[:0], h.nonce))
-	s.releaseScratch()
-	if err := s.sendShared(t.typeURL, h.version, body, buf); err != nil {
+	nonce, err := s.sendResponse(t, d, setDigest(added)^addedTag, added)
+	if err != nil {
 		return err
 	}
-	t.digest, t.nonce = d, h.nonce
+	t.digest, t.nonce = d, nonce
 	return nil
 }
 
