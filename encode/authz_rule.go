@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -429,7 +430,13 @@ func azString(v, prefix string) *matcher.StringMatcher {
 		if prefix == "" {
 			return azSuffix(v[1:])
 		}
-		return azRegex(prefix + ".*" + v[1:])
+		// istiod's form; a suffix that is not a valid regex by itself
+		// ("**") is quoted so Envoy never gets a regex it rejects.
+		re := prefix + ".*" + v[1:]
+		if _, err := regexp.Compile(re); err != nil {
+			re = prefix + ".*" + regexp.QuoteMeta(v[1:])
+		}
+		return azRegex(re)
 	case strings.HasSuffix(v, "*"):
 		return azPrefix(prefix + strings.TrimSuffix(v, "*"))
 	}
