@@ -310,6 +310,9 @@ func azPrinMatcher(c azCond, v, ns string, t azTarget) (*rbac.Principal, error) 
 		if err := azRegexSafe(v); err != nil {
 			return nil, err
 		}
+		if strings.Contains(v, "*") { // not a wildcard here: literal in the regex below
+			return nil, fmt.Errorf("%q: a service account has no wildcards", v)
+		}
 		sns, sa, ok := strings.Cut(v, "/")
 		if !ok {
 			sns, sa = ns, v
