@@ -82,8 +82,11 @@ type XDSServer struct {
 	controlPlane []byte // encoded ControlPlane, shared by every response
 	// bodies: SotW response bodies shared by streams (see sharedBody).
 	bodies *xsync.Map[bodyKey, []byte]
-	conns  registry    // live streams, for debug (connections.go)
-	debug  DebugSource // istio.io/debug types (debug_types.go); nil answers none
+	// deltaTransitions: Delta responses shared by streams in the same
+	// state (see delta_transition.go).
+	deltaTransitions *deltaTransitions
+	conns            registry    // live streams, for debug (connections.go)
+	debug            DebugSource // istio.io/debug types (debug_types.go); nil answers none
 
 	limitState // Limits (limits.go)
 }
@@ -92,13 +95,14 @@ type XDSServer struct {
 // grpc.Server created with ServerOptions.
 func NewXDSServer(backend Backend, opts XDSOptions) *XDSServer {
 	s := &XDSServer{
-		backend:      backend,
-		log:          opts.Logger,
-		metrics:      opts.Metrics,
-		controlPlane: encodeControlPlane(opts.ControlPlaneID),
-		bodies:       newBodies(),
-		limitState:   newLimitState(opts.Limits),
-		debug:        opts.Debug,
+		backend:          backend,
+		log:              opts.Logger,
+		metrics:          opts.Metrics,
+		controlPlane:     encodeControlPlane(opts.ControlPlaneID),
+		bodies:           newBodies(),
+		deltaTransitions: newDeltaTransitions(),
+		limitState:       newLimitState(opts.Limits),
+		debug:            opts.Debug,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -141,12 +141,22 @@ func sizeResource(r *engine.Resource) int {
 // sizeDeltaDiscoveryResponse is the exact length appendDeltaDiscoveryResponse
 // adds.
 func sizeDeltaDiscoveryResponse(h *wireHeader, res []engine.Resource, removed []string) int {
+	return sizeDeltaBody(h, res) + sizeDeltaTail(h, removed)
+}
+
+// sizeDeltaBody is the size of appendDeltaBody's output.
+func sizeDeltaBody(h *wireHeader, res []engine.Resource) int {
 	n := sizeField(fieldDeltaVersion, versionLen) +
-		sizeField(fieldDeltaTypeURL, len(h.typeURL)) +
-		sizeField(fieldDeltaNonce, decimalLen(h.nonce))
+		sizeField(fieldDeltaTypeURL, len(h.typeURL))
 	for i := range res {
 		n += sizeField(fieldDeltaResources, sizeResource(&res[i]))
 	}
+	return n
+}
+
+// sizeDeltaTail is the size of appendDeltaTail's output.
+func sizeDeltaTail(h *wireHeader, removed []string) int {
+	n := sizeField(fieldDeltaNonce, decimalLen(h.nonce))
 	for _, name := range removed {
 		n += sizeField(fieldDeltaRemoved, len(name))
 	}
@@ -160,6 +170,14 @@ func sizeDeltaDiscoveryResponse(h *wireHeader, res []engine.Resource, removed []
 // envoy.service.discovery.v3.DeltaDiscoveryResponse: each of res wrapped in a
 // Resource{version, resource, name}, then removed as removed_resources.
 func appendDeltaDiscoveryResponse(dst []byte, h *wireHeader, res []engine.Resource, removed []string) []byte {
+	return appendDeltaTail(appendDeltaBody(dst, h, res), h, removed)
+}
+
+// appendDeltaBody appends a DeltaDiscoveryResponse's fields before the
+// nonce (version, resources, type_url): the part streams making the same
+// transition share. appendDeltaTail appends the rest, per stream, so the
+// whole is in field order as proto.Marshal writes it.
+func appendDeltaBody(dst []byte, h *wireHeader, res []engine.Resource) []byte {
 	var scratch [20]byte
 	dst = appendField(dst, fieldDeltaVersion, appendHex(scratch[:0], h.version))
 	for i := range res {
@@ -172,7 +190,13 @@ func appendDeltaDiscoveryResponse(dst []byte, h *wireHeader, res []engine.Resour
 		dst = appendField(dst, fieldResourceAny, r.Any)
 		dst = appendStringField(dst, fieldResourceName, r.Name)
 	}
-	dst = appendStringField(dst, fieldDeltaTypeURL, h.typeURL)
+	return appendStringField(dst, fieldDeltaTypeURL, h.typeURL)
+}
+
+// appendDeltaTail appends a DeltaDiscoveryResponse's nonce,
+// removed_resources and control_plane.
+func appendDeltaTail(dst []byte, h *wireHeader, removed []string) []byte {
+	var scratch [20]byte
 	dst = appendField(dst, fieldDeltaNonce, appendDecimal(scratch[:0], h.nonce))
 	for _, name := range removed {
 		dst = appendStringField(dst, fieldDeltaRemoved, name)

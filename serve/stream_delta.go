@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"slices"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -30,32 +29,38 @@ import (
 //   - The first request of a type is always answered, even with nothing, so a
 //     proxy's initialization never waits on an empty type.
 
-// deltaType is one type URL's state on a Delta stream.
+// deltaType is one type URL's state on a Delta stream. Both sets are
+// shared and immutable: a change replaces them (see delta_held.go and
+// delta_transition.go), so a connected proxy costs a few pointers per type.
 type deltaType struct {
 	typeURL  string
 	wildcard bool
-	started  bool                // the first request was handled
-	unknown  bool                // the engine does not serve this type
-	nacked   bool                // the last response was rejected
-	names    map[string]struct{} // explicit subscriptions, without "*"
-	have     map[string]uint64   // what the proxy holds: name → versionHash; 0 = told absent
-	nonce    uint64              // nonce of the last response
-	version  uint64              // system_version_info of the last response
+	started  bool     // the first request was handled
+	unknown  bool     // the engine does not serve this type
+	nacked   bool     // the last response was rejected
+	subs     []string // explicit subscriptions, sorted, without "*" (shared)
+	subsHash uint64   // hashNames(subs)
+	held     *heldSet // what the proxy holds
+	nonce    uint64   // nonce of the last response
+	version  uint64   // system_version_info of the last response
 }
 
-// deltaStream is the Delta protocol of one stream. Its slices and the seen
-// set are scratch space reused by every response.
+// subscribed reports whether name is an explicit subscription.
+func (t *deltaType) subscribed(name string) bool {
+	_, ok := slices.BinarySearch(t.subs, name)
+	return ok
+}
+
+// deltaStream is the Delta protocol of one stream. names is scratch space
+// reused by every push.
 type deltaStream struct {
 	*conn
-	types   []*deltaType // ordered by typeRank, then first request
-	seen    map[string]struct{}
-	names   []string
-	changed []engine.Resource
-	removed []string
+	types []*deltaType // ordered by typeRank, then first request
+	names []string
 }
 
 func newDelta(c *conn) protocol[*discoveryv3.DeltaDiscoveryRequest] {
-	return &deltaStream{conn: c, seen: make(map[string]struct{})}
+	return &deltaStream{conn: c}
 }
 
 func (s *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
@@ -82,36 +87,24 @@ func (s *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
 	first := !t.started
 	t.started = true
 	if first {
-		for name, v := range req.GetInitialResourceVersions() {
-			t.have[name] = versionHash(v)
+		if v := req.GetInitialResourceVersions(); len(v) > 0 {
+			m := make(map[string]uint64, len(v))
+			for name, version := range v {
+				m[name] = versionHash(version)
+			}
+			t.held = canonicalHeld(m)
 		}
 		t.wildcard = len(req.GetResourceNamesSubscribe()) == 0 && wildcardType(typeURL)
 	}
-	if err := s.checkNames(typeURL, len(t.names)+len(req.GetResourceNamesSubscribe())); err != nil {
+	sub, unsub := req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe()
+	if err := s.checkNames(typeURL, len(t.subs)+len(sub)); err != nil {
 		return err
 	}
-	added, wildcardAdded := s.names[:0], false
-	for _, n := range req.GetResourceNamesSubscribe() {
-		if n == "*" {
-			wildcardAdded = wildcardAdded || !t.wildcard
-			t.wildcard = true
-		} else if _, ok := t.names[n]; !ok {
-			t.names[n] = struct{}{}
-			added = append(added, n)
-		}
+	var added []string
+	wildcardAdded := false
+	if len(sub) > 0 || len(unsub) > 0 {
+		added, wildcardAdded = s.resubscribe(t, sub, unsub)
 	}
-	for _, n := range req.GetResourceNamesUnsubscribe() {
-		if n == "*" {
-			t.wildcard = false
-			maps.DeleteFunc(t.have, func(name string, _ uint64) bool { _, sub := t.names[name]; return !sub })
-			continue
-		}
-		delete(t.names, n)
-		if !t.wildcard {
-			delete(t.have, n) // the proxy dropped it; a resubscription resends it
-		}
-	}
-	s.names = added
 	switch {
 	case t.unknown:
 		return nil
@@ -133,7 +126,7 @@ func (s *deltaStream) push(p engine.Push) error {
 			// watches.
 			names := s.names[:0]
 			for _, n := range p.Endpoints {
-				if _, ok := t.names[n]; ok || t.wildcard {
+				if t.wildcard || t.subscribed(n) {
 					names = append(names, n)
 				}
 			}
@@ -156,11 +149,12 @@ func (s *deltaStream) push(p engine.Push) error {
 // their current version, plus removals. With only == nil it covers t's whole
 // subscription and removes anything the proxy holds that is gone; otherwise
 // it covers exactly the names in only. It sends nothing when there is no
-// difference, unless always is set.
+// difference, unless always is set. The difference is a shared transition
+// (delta_transition.go): computed by the first stream in this state.
 func (s *deltaStream) respond(t *deltaType, only []string, always bool) error {
 	names, wildcard := only, false
 	if only == nil {
-		names = s.sortedNames(t)
+		names = t.subs
 		wildcard = t.wildcard
 	}
 	var res []engine.Resource
@@ -172,79 +166,59 @@ func (s *deltaStream) respond(t *deltaType, only []string, always bool) error {
 			return err
 		}
 	}
-
-	changed, removed := s.changed[:0], s.removed[:0]
-	clear(s.seen)
-	for i := range res {
-		r := &res[i]
-		s.seen[r.Name] = struct{}{}
-		if t.have[r.Name] != versionHash(r.Version) {
-			changed = append(changed, *r)
-		}
+	k := respondKey{
+		typeURL: t.typeURL, held: t.held, subs: t.subsHash, nsubs: len(t.subs),
+		res: setDigest(res), nres: len(res), partial: only != nil, wildcard: wildcard, always: always,
 	}
-	// Removals: held resources that are gone, and subscribed names that
-	// never existed and were not yet reported.
-	if only == nil {
-		for n, h := range t.have {
-			if _, ok := s.seen[n]; !ok && h != 0 {
-				removed = append(removed, n)
-			}
-		}
+	if only != nil {
+		k.only, k.nonly = hashNames(only), len(only)
 	}
-	for _, n := range names {
-		if _, ok := s.seen[n]; ok {
-			continue
-		}
-		if h, held := t.have[n]; !held || (only != nil && h != 0) {
-			removed = append(removed, n)
-		}
-	}
-	slices.Sort(removed)
-	removed = slices.Compact(removed)
-	s.changed, s.removed = changed[:0], removed[:0]
-	if len(changed) == 0 && len(removed) == 0 && !always {
+	tr := s.srv.deltaTransitions.get(k, t.subs, only, func() *respondResult {
+		return computeRespond(t.typeURL, t.held, t.subs, only, res, always)
+	})
+	if tr.body == nil {
 		return nil
 	}
-
-	version := setDigest(changed)
-	for _, n := range removed {
-		version += resourceHash(n, "")
-	}
-	h := wireHeader{version: version, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
-	buf := getBuf(sizeDeltaDiscoveryResponse(&h, changed, removed))
-	*buf = appendDeltaDiscoveryResponse(*buf, &h, changed, removed)
-	if err := s.send(t.typeURL, h.version, buf); err != nil {
+	nonce := s.nextNonce()
+	h := wireHeader{nonce: nonce, controlPlane: s.srv.controlPlane}
+	tail := getBuf(sizeDeltaTail(&h, tr.removedNames))
+	*tail = appendDeltaTail((*tail)[:0], &h, tr.removedNames)
+	if err := s.sendShared(t.typeURL, tr.version, tr.body, tail); err != nil {
 		return err
 	}
-	t.nonce, t.version = h.nonce, version
-	for i := range changed {
-		t.have[changed[i].Name] = versionHash(changed[i].Version)
-	}
-	for _, n := range removed {
-		if _, sub := t.names[n]; sub {
-			t.have[n] = 0 // remember it was reported absent
-		} else {
-			delete(t.have, n)
-		}
-	}
-	clear(changed) // drop references to the engine's bytes until next use
+	t.nonce, t.version, t.held = nonce, tr.version, tr.held
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("xds delta response sent", "type", t.typeURL, "resources", len(changed),
-			"removed", len(removed), "nonce", h.nonce)
+		s.log.Debug("xds delta response sent", "type", t.typeURL, "resources", tr.changed,
+			"removed", tr.removed, "nonce", nonce)
 	}
 	return nil
 }
 
-// sortedNames returns t's explicit subscriptions, sorted, in the reused
-// names scratch slice.
-func (s *deltaStream) sortedNames(t *deltaType) []string {
-	names := s.names[:0]
-	for n := range t.names {
-		names = append(names, n)
+// resubscribe applies a request's subscribe and unsubscribe lists to t and
+// returns the names newly subscribed and whether the wildcard was turned
+// on. A resource the proxy unsubscribes from is forgotten (a resubscription
+// resends it) unless the wildcard still delivers it. Proxies of a class
+// make the same change (a new cluster's EDS name, after a config change),
+// so the new list is a shared transition too.
+func (s *deltaStream) resubscribe(t *deltaType, sub, unsub []string) (added []string, wildcardAdded bool) {
+	k := subscribeKey{
+		typeURL: t.typeURL, subs: t.subsHash, nsubs: len(t.subs), wildcard: t.wildcard,
+		sub: hashNames(sub), nsub: len(sub), unsub: hashNames(unsub), nunsub: len(unsub),
 	}
-	slices.Sort(names)
-	s.names = names
-	return names
+	r := s.srv.deltaTransitions.subscription(k, t.subs, sub, unsub, func() *subscribeResult {
+		return computeSubscribe(t.subs, t.wildcard, sub, unsub)
+	})
+	if r.subs != nil {
+		t.subs, t.subsHash = r.subs, r.subsHash
+	}
+	t.wildcard = r.wildcard
+	if len(r.dropped) > 0 {
+		t.held = t.held.without(r.dropped)
+	}
+	if r.wildcardDropped {
+		t.held = t.held.filter(t.subscribed)
+	}
+	return r.added, r.wildcardAdded
 }
 
 func (s *deltaStream) nack(t *deltaType, msg string) {
@@ -262,7 +236,7 @@ func (s *deltaStream) state(typeURL string) *deltaType {
 			return t
 		}
 	}
-	t := &deltaType{typeURL: typeURL, names: map[string]struct{}{}, have: map[string]uint64{}}
+	t := &deltaType{typeURL: typeURL, held: emptyHeld, subsHash: hashNames(nil)}
 	r := typeRank(typeURL)
 	i := 0
 	for i < len(s.types) && typeRank(s.types[i].typeURL) <= r {
