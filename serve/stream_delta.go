@@ -176,6 +176,7 @@ func (s *deltaStream) respond(t *deltaType, only []string, always bool) error {
 	tr := s.srv.deltaTransitions.get(k, t.subs, only, func() *respondResult {
 		return computeRespond(t.typeURL, t.held, t.subs, only, res, always)
 	})
+	s.releaseScratch() // res is no longer needed: an idle stream holds no resource list
 	if tr.body == nil {
 		return nil
 	}
