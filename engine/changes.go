@@ -44,7 +44,7 @@ func (a *changeAccumulator) add(_ *index.Snapshot, cs *index.ChangeSet) {
 	}
 	p.last = now
 	p.events++
-	if !cs.EndpointsOnly() {
+	if !endpointsOnly(cs) {
 		p.scoped = p.scoped.add(cs, p.full)
 		p.full = true
 	}
