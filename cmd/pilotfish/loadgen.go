@@ -26,6 +26,7 @@ type loadgenOptions struct {
 	ipBase    string
 	jsonFile  string
 	htmlFile  string
+	pprofAddr string
 	quiet     bool
 	logLevel  string
 	labels    map[string]string
@@ -106,6 +107,7 @@ converge everywhere.`,
 	f.StringVar(&o.htmlFile, "html", "", "write the report as a self-contained HTML page to this file")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output on stderr")
 	f.StringVar(&o.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	f.StringVar(&o.pprofAddr, "pprof-addr", "", "serve loadgen's own /debug/pprof/ on this address during the run (e.g. 127.0.0.1:6061)")
 	return cmd
 }
 
@@ -138,6 +140,11 @@ func runLoadgen(ctx context.Context, o *loadgenOptions, stdout, stderr io.Writer
 		}
 	}
 
+	stopPprof, err := startLoadgenPprof(o.pprofAddr, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	rep, runErr := loadgen.Run(ctx, cfg)
 	if rep == nil {
 		return runErr
