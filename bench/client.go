@@ -39,6 +39,7 @@ type runConfig struct {
 	ChangeTimeout  time.Duration `json:"change_timeout"`
 	Timeout        time.Duration `json:"timeout"`
 	Expect         string        `json:"expect,omitempty"`
+	Mode           string        `json:"mode,omitempty"` // loadgen.Mode: "" is SotW
 	Progress       bool          `json:"progress,omitempty"`
 }
 
@@ -51,6 +52,7 @@ func (rc runConfig) loadgen() loadgen.Config {
 		ChangeTimeout:  rc.ChangeTimeout,
 		Timeout:        rc.Timeout,
 		ExpectResource: rc.Expect,
+		Mode:           loadgen.Mode(rc.Mode),
 	}
 }
 

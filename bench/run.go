@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,9 @@ type Options struct {
 	Scenarios []string
 	// Servers to run them against [pilotfish, snapshot, linear].
 	Servers []string
+	// Mode is the xDS variant every simulated proxy speaks, with every
+	// server: loadgen.SotW [default] or loadgen.Delta.
+	Mode loadgen.Mode
 	// Changes is the number of services added, one after the other, in the
 	// change scenario [3].
 	Changes int
@@ -165,6 +169,7 @@ type Result struct {
 	// and RSS figures include the clients'.
 	ClientInProcess bool            `json:"client_in_process"`
 	DebounceMS      float64         `json:"debounce_ms"`
+	Mode            string          `json:"mode"` // sotw or delta
 	GOMAXPROCS      int             `json:"gomaxprocs"`
 	NumCPU          int             `json:"num_cpu"`
 	LoadBefore      string          `json:"load_before,omitempty"` // /proc/loadavg
@@ -308,6 +313,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{
 		Proxies: o.Proxies, Scenarios: o.Scenarios, ClientInProcess: o.Client.inProcess(),
 		DebounceMS: float64(o.Debounce) / float64(time.Millisecond),
+		Mode:       string(cmp.Or(o.Mode, loadgen.SotW)),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
 		LoadBefore: loadAverage(), StartedAt: start,
 	}
@@ -429,7 +435,7 @@ func (r *serverRun) config(changes int, interval time.Duration, expect string) r
 	return runConfig{
 		XDS: r.srv.addr(), Proxies: r.o.Proxies, Changes: changes,
 		ChangeInterval: interval, ChangeTimeout: r.o.ChangeTimeout, Timeout: r.o.Timeout,
-		Expect: expect, Progress: r.o.ClientProgress,
+		Expect: expect, Progress: r.o.ClientProgress, Mode: string(r.o.Mode),
 	}
 }
 

@@ -262,6 +262,9 @@ func (r *runner) sleep(stop context.Context, d time.Duration) bool {
 	}
 }
 
+// envoyWindow is Envoy's default HTTP/2 stream and connection window.
+const envoyWindow = 256 << 20
+
 // launch starts the proxies, at cfg.Ramp per second, and the connections
 // they share (StreamsPerConn proxies per connection).
 func (r *runner) launch(ctx, proxyCtx context.Context, wg *sync.WaitGroup) {
@@ -275,6 +278,13 @@ func (r *runner) launch(ctx, proxyCtx context.Context, wg *sync.WaitGroup) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)),
 		grpc.WithSharedWriteBuffer(true),
+		// Envoy's HTTP/2 flow-control windows (initial_stream_window_size
+		// and initial_connection_window_size default to 256 MiB), not
+		// grpc-go's 64 KiB: with those a 400 KiB route config takes
+		// several window updates, a round trip each, and the simulated
+		// proxies would measure grpc-go's flow control, not the server.
+		grpc.WithInitialWindowSize(envoyWindow),
+		grpc.WithInitialConnWindowSize(envoyWindow),
 	}
 	if cfg.Dialer != nil {
 		opts = append(opts, grpc.WithContextDialer(cfg.Dialer))

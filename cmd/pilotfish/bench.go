@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pilotfish-mesh/pilotfish/bench"
+	"github.com/pilotfish-mesh/pilotfish/loadgen"
 )
 
 // benchOptions are the flags of `pilotfish bench`.
@@ -21,6 +22,7 @@ type benchOptions struct {
 	jsonFile  string
 	client    string
 	quiet     bool
+	mode      string
 	clientCmd []string // the child client's command line; nil: this binary's `bench client`
 }
 
@@ -71,6 +73,7 @@ compare ratios from one run, not absolute times across runs.`,
 	f.StringVar(&o.Workload, "workload", "http", "istio-bench workload name (http, virtualservice, ...) or a directory of manifests (examples)")
 	f.IntVar(&o.Services, "services", 100, "services of an istio-bench workload")
 	f.IntVar(&o.Proxies, "proxies", 200, "simulated sidecars")
+	f.StringVar(&bo.mode, "mode", "sotw", "xDS variant of the simulated proxies, with every server: sotw or delta")
 	f.IntVar(&o.Changes, "changes", 3, "services added one after the other (change)")
 	f.Float64Var(&o.ChurnRate, "churn-rate", 10, "endpoint changes per second (churn; each waits for the previous to converge)")
 	f.DurationVar(&o.ChurnDuration, "churn-duration", 3*time.Second, "how long the churn lasts")
@@ -101,6 +104,12 @@ func newBenchClientCommand() *cobra.Command {
 // runBench runs the scenarios and writes the table (and JSON).
 func runBench(ctx context.Context, bo *benchOptions, stdout, stderr io.Writer) error {
 	o := bo.o
+	switch bo.mode {
+	case "sotw", "delta":
+		o.Mode = loadgen.Mode(bo.mode)
+	default:
+		return fmt.Errorf("--mode %q: want sotw or delta", bo.mode)
+	}
 	switch bo.client {
 	case "process":
 		argv := bo.clientCmd
