@@ -294,6 +294,9 @@ func replaceRefs(have, entries []ref) []ref {
 // mergeRefs returns have without the names in entries or removed (both
 // sorted), plus entries.
 func mergeRefs(have, entries []ref, removed []uint32) []ref {
+	if len(entries)+len(removed) <= smallMerge && len(have) > 4*smallMerge {
+		return mergeSmall(have, entries, removed)
+	}
 	out := make([]ref, 0, len(have)+len(entries))
 	i, j, k := 0, 0, 0
 	for i < len(have) || j < len(entries) {
@@ -322,6 +325,42 @@ func mergeRefs(have, entries []ref, removed []uint32) []ref {
 		out = append(make([]ref, 0, len(out)), out...)
 	}
 	return out
+}
+
+// smallMerge: updates of at most this many names (an endpoint change, a
+// new cluster) are merged in place. A copy of every held ref per response
+// made merging the loadgen's largest cost per EDS update at 10,000 proxies.
+const smallMerge = 4
+
+// mergeSmall is mergeRefs in place, for a few entries and removals.
+func mergeSmall(have, entries []ref, removed []uint32) []ref {
+	for i := 0; i < len(entries); {
+		j := i + 1
+		for j < len(entries) && entries[j].name == entries[i].name {
+			j++
+		}
+		lo, hi := nameRange(have, entries[i].name)
+		have = slices.Replace(have, lo, hi, entries[i:j]...)
+		i = j
+	}
+	for _, n := range removed {
+		if lo, hi := nameRange(entries, n); lo < hi {
+			continue // sent again in the same response: it stays
+		}
+		lo, hi := nameRange(have, n)
+		have = slices.Delete(have, lo, hi)
+	}
+	return have
+}
+
+// nameRange returns the bounds of name's refs in the sorted refs.
+func nameRange(refs []ref, name uint32) (lo, hi int) {
+	lo, _ = slices.BinarySearchFunc(refs, name, func(r ref, n uint32) int { return cmp.Compare(r.name, n) })
+	hi = lo
+	for hi < len(refs) && refs[hi].name == name {
+		hi++
+	}
+	return lo, hi
 }
 
 // keepSubscribed drops from have (in place) the names not in names.

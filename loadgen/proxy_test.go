@@ -64,6 +64,11 @@ func TestMergeRefsModel(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("mergeRefs(%v, %v, %v) = %v, want %v", have, entries, removed, got, want)
 		}
+		if len(entries)+len(removed) <= smallMerge {
+			if got := mergeSmall(slices.Clone(have), entries, removed); !slices.Equal(got, want) {
+				t.Fatalf("mergeSmall(%v, %v, %v) = %v, want %v", have, entries, removed, got, want)
+			}
+		}
 
 		names := randIDs(rng.IntN(20))
 		kept := keepSubscribed(slices.Clone(have), names)
