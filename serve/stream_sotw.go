@@ -206,12 +206,7 @@ func (s *sotwStream) respondAdded(t *sotwType, before []string) error {
 		return err
 	}
 	d := setDigest(res)
-	var added []engine.Resource // a few: res may be shared, never filter it in place
-	for _, r := range res {
-		if _, had := slices.BinarySearch(before, r.Name); !had {
-			added = append(added, r)
-		}
-	}
+	added := addedResources(before, t.names, res, d)
 	if len(added) == 0 {
 		s.releaseScratch()
 		t.digest = d
@@ -284,16 +279,9 @@ func (t *sotwType) setNames(names []string) bool {
 	if len(names) > 0 {
 		t.named = true
 	}
-	names = slices.DeleteFunc(names, func(n string) bool {
-		if n == "*" {
-			wildcard = true
-			return true
-		}
-		return false
-	})
-	slices.Sort(names)
-	names = slices.Compact(names)
-	changed := wildcard != t.wildcard || !slices.Equal(names, t.names)
+	names, star := sortNames(names, raw)
+	wildcard = wildcard || star
+	changed := wildcard != t.wildcard || !sameNames(names, t.names)
 	if changed {
 		names = sharedNames(names)
 	} else {
