@@ -114,7 +114,7 @@ func (p *proxy) setStream(s stream) {
 }
 
 // send sends a request on the current stream.
-func (p *proxy) send(msg proto.Message) error {
+func (p *proxy) send(msg any) error {
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
 	if p.closed || p.stream == nil {
@@ -151,36 +151,36 @@ type sotwStream struct{ cs grpc.ClientStream }
 
 func (s sotwStream) subscribe(p *proxy, t xtype, _, _ []uint32) error {
 	st := &p.st[t]
-	req := &discoveryv3.DiscoveryRequest{
-		TypeUrl:       typeURLs[t],
-		VersionInfo:   st.version,
-		ResponseNonce: st.nonce,
-		Node:          p.attachNode(),
-	}
+	var names []byte
 	if !st.wildcard {
-		req.ResourceNames = p.run.syms.names(make([]string, 0, len(st.names)), st.names)
+		names = p.run.syms.encodeNames(st.names)
+	}
+	req, err := encodeSotWRequest(typeURLs[t], st.version, st.nonce, p.attachNode(), names, nil)
+	if err != nil {
+		return err
 	}
 	return p.send(req)
 }
 
 func (s sotwStream) reply(p *proxy, r *response, nack bool) error {
-	req := &discoveryv3.DiscoveryRequest{
-		TypeUrl:       r.url(),
-		VersionInfo:   r.version,
-		ResponseNonce: r.nonce,
-		Node:          p.attachNode(),
-	}
+	version := r.version
+	var names []byte
 	if r.t != typeOther {
 		// After an ACK st.version is r's; after a NACK it is the last
 		// accepted one, which is what a NACK carries.
 		st := &p.st[r.t]
-		req.VersionInfo = st.version
+		version = st.version
 		if !st.wildcard {
-			req.ResourceNames = p.run.syms.names(make([]string, 0, len(st.names)), st.names)
+			names = p.run.syms.encodeNames(st.names)
 		}
 	}
+	var errDetail *statuspb.Status
 	if nack {
-		req.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: nackMessage}
+		errDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: nackMessage}
+	}
+	req, err := encodeSotWRequest(r.url(), version, r.nonce, p.attachNode(), names, errDetail)
+	if err != nil {
+		return err
 	}
 	return p.send(req)
 }
@@ -233,6 +233,9 @@ type rawCodec struct{}
 func (rawCodec) Name() string { return "proto" }
 
 func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(rawRequest); ok {
+		return mem.BufferSlice{mem.SliceBuffer(r)}, nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("loadgen codec: cannot marshal %T", v)

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"github.com/puzpuzpuz/xsync/v4"
 	"hash/maphash"
 	"sync"
 )
@@ -15,8 +16,9 @@ import (
 // local, local starting at 1, so 0 is never a valid ID and IDs stay below
 // 1<<30: the top bit of a ref is free for its kind (see refCluster).
 type symtab struct {
-	seed   maphash.Seed
-	shards [numShards]symShard
+	seed    maphash.Seed
+	shards  [numShards]symShard
+	encoded *xsync.Map[namesKey, *encodedNames] // encodeNames' shared lists
 }
 
 const (
@@ -34,7 +36,7 @@ type symShard struct {
 }
 
 func newSymtab() *symtab {
-	s := &symtab{seed: maphash.MakeSeed()}
+	s := &symtab{seed: maphash.MakeSeed(), encoded: newEncodedNames()}
 	for i := range s.shards {
 		s.shards[i].ids = make(map[string]uint32)
 		s.shards[i].names = []string{""}
