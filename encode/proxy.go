@@ -94,6 +94,10 @@ type Mesh struct {
 	EnableAutoMTLS bool
 	// ProtocolDetectionTimeout for sniffed ports (istiod: 0, disabled).
 	ProtocolDetectionTimeout time.Duration
+	// ClusterID is the cluster the registry's endpoints belong to (istiod's
+	// CLUSTER_ID, "Kubernetes"): it goes into endpoint and cluster metadata
+	// ("istio.workload"), whatever cluster a proxy says it is in.
+	ClusterID string
 }
 
 // DefaultMesh returns istiod's defaults.
@@ -105,6 +109,7 @@ func DefaultMesh() *Mesh {
 		ConnectTimeout:   10 * time.Second,
 		OutboundAllowAny: true,
 		EnableAutoMTLS:   true,
+		ClusterID:        "Kubernetes",
 	}
 }
 
@@ -116,4 +121,5 @@ func (m *Mesh) hashInto(h *Hasher) {
 	h.Bool(m.OutboundAllowAny)
 	h.Bool(m.EnableAutoMTLS)
 	h.U64(uint64(m.ProtocolDetectionTimeout))
+	h.Str(m.ClusterID)
 }

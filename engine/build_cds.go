@@ -15,6 +15,16 @@ import (
 // defaultClusterID is istiod's default cluster name for its own registry.
 const defaultClusterID = "Kubernetes"
 
+// registryClusterID is the cluster the mesh's endpoints belong to: the
+// server's --cluster-id (mesh.ClusterID), as istiod stamps its registry's
+// cluster on what it generates; a proxy's own CLUSTER_ID does not change it.
+func registryClusterID(mesh *encode.Mesh) string {
+	if mesh == nil {
+		return ""
+	}
+	return mesh.ClusterID
+}
+
 // buildClusters generates CDS for a scope. Sidecars and routers get every
 // visible cluster (wildcard), in istiod's order: outbound clusters service
 // by service (ports as declared, then DestinationRule subsets),
@@ -81,7 +91,7 @@ type cdsBuilder struct {
 func newCDSBuilder(sc *Scope, mesh *encode.Mesh, cache *encode.Cache) *cdsBuilder {
 	snap := sc.Snapshot
 	root, _ := snap.Symbols.Lookup(mesh.RootNamespace)
-	clusterID := sc.Class.ClusterID
+	clusterID := registryClusterID(mesh)
 	if clusterID == "" {
 		clusterID = defaultClusterID
 	}

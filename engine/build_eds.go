@@ -50,7 +50,7 @@ type edsBuilder struct {
 func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
 	snap := sc.Snapshot
 	root, _ := snap.Symbols.Lookup(mesh.RootNamespace)
-	clusterID := sc.Class.ClusterID
+	clusterID := registryClusterID(mesh)
 	if clusterID == "" {
 		clusterID = defaultClusterID
 	}

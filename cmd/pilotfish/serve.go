@@ -111,7 +111,8 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	}
 	mesh := encode.DefaultMesh()
 	mesh.DomainSuffix = o.domain
-	if o.ca.trustDomain != "" { // the CA's identities and xDS SAN checks agree (ca.go)
+	mesh.ClusterID = o.kube.clusterID // endpoints of every source belong to this cluster
+	if o.ca.trustDomain != "" {       // the CA's identities and xDS SAN checks agree (ca.go)
 		mesh.TrustDomain = o.ca.trustDomain
 	}
 

@@ -36,7 +36,7 @@ type kubeOptions struct {
 func addKubeFlags(f *pflag.FlagSet, o *kubeOptions) {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", `kubeconfig of the Kubernetes API server to watch, or "in-cluster" for the pod's service account; `+
 		`empty: in-cluster when running in a pod (KUBERNETES_SERVICE_HOST is set) and --config-dir is not given, else no API server`)
-	f.StringVar(&o.clusterID, "cluster-id", envString("CLUSTER_ID", "Kubernetes"), "ID of the cluster the API server belongs to (CLUSTER_ID), logged with the source")
+	f.StringVar(&o.clusterID, "cluster-id", envString("CLUSTER_ID", "Kubernetes"), "ID of the cluster the endpoints belong to (CLUSTER_ID): stamped on endpoint and cluster metadata (istio.workload) whatever a proxy's own CLUSTER_ID says, and logged with the API server source")
 	f.DurationVar(&o.discoveryInterval, "crd-poll-interval", 10*time.Second, "how often the API server is asked whether Istio's CRDs were installed or removed")
 }
 
