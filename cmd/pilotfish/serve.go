@@ -111,8 +111,9 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	}
 	mesh := encode.DefaultMesh()
 	mesh.DomainSuffix = o.domain
-	mesh.ClusterID = o.kube.clusterID // endpoints of every source belong to this cluster
-	if o.ca.trustDomain != "" {       // the CA's identities and xDS SAN checks agree (ca.go)
+	// Endpoints of every source (files too) belong to this cluster.
+	mesh.ClusterID = o.kube.clusterID
+	if o.ca.trustDomain != "" { // the CA's identities and xDS SAN checks agree (ca.go)
 		mesh.TrustDomain = o.ca.trustDomain
 	}
 
