@@ -86,7 +86,15 @@ type kubeFixture struct {
 
 func newKubeFixture(t *testing.T, withCRDs bool, objs ...any) *kubeFixture {
 	t.Helper()
-	cs := kubefake.NewClientset()
+	return newKubeFixtureWith(t, newKubeFixtureClient(), withCRDs, objs...)
+}
+
+// newKubeFixtureClient is the fake clientset a fixture runs on; tests add
+// reactors to it before newKubeFixtureWith starts the source.
+func newKubeFixtureClient() *kubefake.Clientset { return kubefake.NewClientset() }
+
+func newKubeFixtureWith(t *testing.T, cs *kubefake.Clientset, withCRDs bool, objs ...any) *kubeFixture {
+	t.Helper()
 	kube := &fakeKube{Clientset: cs, disco: &lockedDiscovery{FakeDiscovery: cs.Discovery().(*fakediscovery.FakeDiscovery)}}
 	f := &kubeFixture{t: t, kube: kube, istio: istiofake.NewSimpleClientset(), w: index.NewWriter()}
 	if withCRDs {

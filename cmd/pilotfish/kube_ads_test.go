@@ -216,53 +216,26 @@ func (c *sidecarProxy) endpoints(cluster string) []string {
 	return out
 }
 
-// sameXDSResources compares two clients' latest CDS, EDS and LDS; it
-// returns "" when identical, else what differs. Resources are compared as
-// sent, byte for byte, except that a resource whose bytes differ only in
-// the order of map entries counts as the same: vtprotobuf's marshaling
-// (go-control-plane's MarshalVTStrict) writes map fields, such as cluster
-// metadata, in Go's random map order, so two processes may encode one
-// resource with its map entries in different orders. rawDiffs counts those.
+// sameXDSResources compares two clients' latest CDS, EDS and LDS byte for
+// byte (replicas must serve identical bytes: versions name bytes, and a
+// proxy moving between replicas must not be pushed what it has); it
+// returns "" when identical, else what differs.
 func sameXDSResources(a, b *sidecarProxy) string {
-	msg, _ := compareXDS(a, b)
-	return msg
-}
-
-func compareXDS(a, b *sidecarProxy) (msg string, rawDiffs int) {
 	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType} {
 		ra, rb := a.resources(typ), b.resources(typ)
 		if len(ra) == 0 {
-			return "no " + typ + " received", rawDiffs
+			return "no " + typ + " received"
 		}
 		if len(ra) != len(rb) {
-			return typ + ": resource counts differ", rawDiffs
+			return typ + ": resource counts differ"
 		}
 		for name, ba := range ra {
-			bb, ok := rb[name]
-			if ok && bytes.Equal(ba, bb) {
-				continue
+			if bb, ok := rb[name]; !ok || !bytes.Equal(ba, bb) {
+				return typ + " " + name + " differs:\n" + describeResource(typ, ba) + "\n" + describeResource(typ, bb)
 			}
-			if ok && bytes.Equal(canonical(typ, ba), canonical(typ, bb)) {
-				rawDiffs++
-				continue
-			}
-			return typ + " " + name + " differs:\n" + describeResource(typ, ba) + "\n" + describeResource(typ, bb), rawDiffs
 		}
 	}
-	return "", rawDiffs
-}
-
-// canonical re-encodes a resource deterministically (map entries sorted).
-func canonical(typeURL string, b []byte) []byte {
-	m := newResource(typeURL)
-	if m == nil || proto.Unmarshal(b, m) != nil {
-		return b
-	}
-	out, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return b
-	}
-	return out
+	return ""
 }
 
 func newResource(typeURL string) proto.Message {
