@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"log/slog"
 	"os"
 	"strings"
@@ -99,6 +100,7 @@ func newSources(o *serveOptions, w *index.Writer, log *slog.Logger) (*configSour
 		if err != nil {
 			return nil, fmt.Errorf("istio client: %w", err)
 		}
+		routeKlog(log)
 		s.kube = ingest.NewKubeSource(w, ingest.KubeSourceOptions{
 			Client: client, Istio: istio, DomainSuffix: o.domain,
 			DiscoveryInterval: o.kube.discoveryInterval,
@@ -171,4 +173,11 @@ func (s *configSources) describe(o *serveOptions) string {
 		parts = append(parts, "kubernetes cluster "+o.kube.clusterID)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// routeKlog sends client-go's logging (klog: informers, leader election,
+// watch errors) to the server's logger, so --log-level and the log format
+// apply to it too and nothing is written to stderr behind the server's back.
+func routeKlog(log *slog.Logger) {
+	klog.SetSlogLogger(log.With("component", "client-go"))
 }

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"k8s.io/klog/v2"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -48,4 +53,30 @@ func TestServeNeedsASource(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--config-dir, --kubeconfig") {
 		t.Fatalf("err = %v, want a no-source error naming the flags", err)
 	}
+}
+
+// TestKlogRouted: client-go's klog output goes to the server's logger.
+func TestKlogRouted(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	routeKlog(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil)))
+	defer klog.ClearLogger()
+	klog.InfoS("watch ended", "reason", "too old resource version")
+	klog.Flush()
+	mu.Lock()
+	defer mu.Unlock()
+	if out := buf.String(); !strings.Contains(out, "watch ended") || !strings.Contains(out, "component=client-go") {
+		t.Fatalf("klog output not in the server's log: %q", out)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
