@@ -100,6 +100,11 @@ type Config struct {
 	// NackRate is the fraction of responses NACKed (error_detail set). A
 	// response after a NACK of the same type is always ACKed.
 	NackRate float64
+	// StalledProxies proxies stop reading their stream once they have full
+	// config (see fault.go); NackingProxies proxies NACK every response.
+	// Both are left out of the healthy proxies' figures.
+	StalledProxies int
+	NackingProxies int
 	// Seed seeds the per-proxy random choices (NACKs). Default 1.
 	Seed uint64
 	// Decode is how responses are decoded. Default Lazy.
@@ -219,6 +224,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.NackRate < 0 || c.NackRate > 1 {
 		return bad("nack rate %v: want a fraction in [0, 1]", c.NackRate)
+	}
+	if c.StalledProxies < 0 || c.NackingProxies < 0 || c.StalledProxies+c.NackingProxies >= c.Proxies {
+		return bad("%d stalled and %d NACKing proxies of %d: want at least one healthy proxy", c.StalledProxies, c.NackingProxies, c.Proxies)
 	}
 	if c.Seed == 0 {
 		c.Seed = 1

@@ -115,6 +115,14 @@ func (p *proxy) handle(r *response) error {
 		st.reqAt = time.Time{}
 	}
 	st.nonce = r.nonce
+	if p.run.roleOf(p.idx) == nacking {
+		p.run.nackingReceived.Add(1)
+		if err := p.str().reply(p, r, true); err != nil {
+			return err
+		}
+		c.nacks.Add(1)
+		return nil
+	}
 	if rate := p.run.cfg.NackRate; rate > 0 && !st.nackedLast && (rate >= 1 || p.float() < rate) {
 		st.nackedLast = true
 		if err := p.str().reply(p, r, true); err != nil {
@@ -249,7 +257,7 @@ func (p *proxy) check(now time.Time) {
 		p.run.recordFull(p, now)
 	}
 	ch := p.run.change.Load()
-	if ch == nil || p.doneChange >= ch.index {
+	if ch == nil || p.doneChange >= ch.index || p.run.roleOf(p.idx) != healthy {
 		return
 	}
 	if ch.expect != nil {

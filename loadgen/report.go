@@ -44,11 +44,13 @@ type Report struct {
 	// full config (or the end of the run).
 	BytesToFullConfig int64 `json:"bytes_to_full_config"`
 
-	Types    []TypeStats   `json:"types"` // cds, eds, lds, rds, other
-	Changes  []ChangeStats `json:"changes"`
-	Errors   ErrorStats    `json:"errors"`
-	Process  ProcessStats  `json:"process"`
-	Timeline []Sample      `json:"timeline"`
+	Types   []TypeStats   `json:"types"` // cds, eds, lds, rds, other
+	Changes []ChangeStats `json:"changes"`
+	// Faults is set when the run had faulty proxies.
+	Faults   *FaultStats  `json:"faults,omitempty"`
+	Errors   ErrorStats   `json:"errors"`
+	Process  ProcessStats `json:"process"`
+	Timeline []Sample     `json:"timeline"`
 }
 
 // Latency summarises a distribution.
@@ -100,6 +102,19 @@ type ChangeStats struct {
 	// the change until it converged (or timed out).
 	Responses int64 `json:"responses"`
 	Bytes     int64 `json:"bytes"`
+	// NackingReceived is how many responses the NACKing proxies received
+	// during the change (a server that does not loop: one per type pushed
+	// per proxy).
+	NackingReceived int64 `json:"nacking_received,omitempty"`
+}
+
+// FaultStats describe the faulty proxies (Config.StalledProxies and
+// NackingProxies), which the other figures leave out.
+type FaultStats struct {
+	Stalled int `json:"stalled"` // stopped reading after full config
+	Nacking int `json:"nacking"` // NACKed every response
+	// NackingReceived is every response the NACKing proxies received.
+	NackingReceived int64 `json:"nacking_received"`
 }
 
 // ErrorStats count failures.
@@ -182,7 +197,7 @@ func (r *runner) report() *Report {
 		}
 	}
 	rep.TimeToFullConfig = latencyOf(ttfc)
-	if rep.FullConfig == cfg.Proxies {
+	if rep.FullConfig == cfg.expectFull() {
 		rep.AllFullConfigMS = ms(time.Duration(r.lastFull.Load()))
 		rep.BytesToFullConfig = r.bytesAtFull
 	} else {
@@ -214,7 +229,10 @@ func (r *runner) report() *Report {
 		ts.HeldMin = max(ts.HeldMin, 0)
 		rep.Types = append(rep.Types, ts)
 	}
-	rep.Complete = rep.FullConfig == cfg.Proxies && len(r.changes) == cfg.Changes
+	rep.Complete = rep.FullConfig == cfg.expectFull() && len(r.changes) == cfg.Changes
+	if cfg.StalledProxies+cfg.NackingProxies > 0 {
+		rep.Faults = &FaultStats{Stalled: cfg.StalledProxies, Nacking: cfg.NackingProxies, NackingReceived: r.nackingReceived.Load()}
+	}
 	for _, ch := range r.changes {
 		cs := ChangeStats{
 			Index:     ch.index,
@@ -235,7 +253,10 @@ func (r *runner) report() *Report {
 			}
 		}
 		cs.Converged = len(conv)
-		cs.NotConverged = cfg.Proxies - len(conv)
+		cs.NotConverged = cfg.healthyProxies() - len(conv)
+		if cfg.NackingProxies > 0 {
+			cs.NackingReceived = ch.nackingEnd - ch.nackingStart
+		}
 		cs.Convergence = latencyOf(conv)
 		if cs.NotConverged > 0 || ch.err != nil {
 			rep.Complete = false

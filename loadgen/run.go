@@ -84,6 +84,9 @@ type runner struct {
 	sampleEvery atomic.Int64 // ns between timeline samples; doubles as the timeline is compacted
 	timelineMu  sync.Mutex
 	timeline    []Sample // guarded by timelineMu
+
+	roles           []fault      // per proxy (fault.go); nil: all healthy
+	nackingReceived atomic.Int64 // responses received by NACKing proxies
 }
 
 func newRunner(cfg Config) *runner {
@@ -94,6 +97,7 @@ func newRunner(cfg Config) *runner {
 		allFull:    make(chan struct{}),
 		proxies:    make([]*proxy, cfg.Proxies),
 		launchDone: make(chan struct{}),
+		roles:      faultRoles(cfg.Proxies, cfg.StalledProxies, cfg.NackingProxies),
 	}
 	r.dec = decoder{syms: r.syms, routeClusters: cfg.Type == GRPC, full: cfg.Decode == Full}
 	for _, t := range cfg.GRPCTargets {
@@ -123,6 +127,8 @@ type changeState struct {
 	err                   error
 	respStart, bytesStart int64
 	respEnd, bytesEnd     int64
+	nackingStart          int64 // nackingReceived at the start and end
+	nackingEnd            int64
 }
 
 func (c *changeState) record(idx int, now time.Time) {
@@ -356,7 +362,7 @@ func (r *runner) connected(p *proxy, delta int64) {
 func (r *runner) recordFull(p *proxy, now time.Time) {
 	r.ttfc[p.idx].Store(int64(max(now.Sub(p.start), 1)))
 	r.lastFull.Store(int64(now.Sub(r.start)))
-	if r.fullCount.Add(1) == int64(r.cfg.Proxies) {
+	if r.fullCount.Add(1) == int64(r.cfg.expectFull()) {
 		close(r.allFull)
 	}
 }
@@ -403,7 +409,7 @@ func (r *runner) totalBytes() int64 {
 func (r *runner) makeChange(stop context.Context, i int) *changeState {
 	cfg := r.cfg
 	n := cfg.Proxies
-	ch := &changeState{index: i, conv: make([]atomic.Int64, n), n: int64(n), done: make(chan struct{})}
+	ch := &changeState{index: i, conv: make([]atomic.Int64, n), n: int64(cfg.healthyProxies()), done: make(chan struct{})}
 	if cfg.ExpectResource != "" {
 		e, _ := parseExpect(cfg.ExpectResource, i) // checked by withDefaults
 		ch.expect, ch.expectID = &e, r.syms.idString(e.name)
@@ -414,6 +420,7 @@ func (r *runner) makeChange(stop context.Context, i int) *changeState {
 		}
 	}
 	ch.respStart, ch.bytesStart = r.totals()
+	ch.nackingStart = r.nackingReceived.Load()
 	ch.start = time.Now()
 	r.change.Store(ch)
 
@@ -426,6 +433,7 @@ func (r *runner) makeChange(stop context.Context, i int) *changeState {
 	}
 	ch.end = time.Now()
 	ch.respEnd, ch.bytesEnd = r.totals()
+	ch.nackingEnd = r.nackingReceived.Load()
 	return ch
 }
 

@@ -97,6 +97,11 @@ func (p *proxy) session(ctx context.Context, conn *grpc.ClientConn) error {
 		if err != nil {
 			return fmt.Errorf("proxy %d: send: %w", p.idx, err)
 		}
+		if p.full && p.run.roleOf(p.idx) == stalled {
+			// Stop reading, stream open, until the run ends.
+			<-sctx.Done()
+			return sctx.Err()
+		}
 	}
 }
 

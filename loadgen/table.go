@@ -77,12 +77,20 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, ", p50 %s p99 %s max %s", fmtMS(c.Convergence.P50MS), fmtMS(c.Convergence.P99MS),
 				fmtMS(c.Convergence.MaxMS))
 		}
-		fmt.Fprintf(&b, "; %d responses, %s\n", c.Responses, fmtBytes(c.Bytes))
+		fmt.Fprintf(&b, "; %d responses, %s", c.Responses, fmtBytes(c.Bytes))
+		if f := r.Faults; f != nil && f.Nacking > 0 {
+			fmt.Fprintf(&b, "; %d to the NACKing proxies (%.1f each)", c.NackingReceived, float64(c.NackingReceived)/float64(f.Nacking))
+		}
+		b.WriteString("\n")
 		if c.Error != "" {
 			fmt.Fprintf(&b, "  error: %s\n", c.Error)
 		}
 	}
 
+	if f := r.Faults; f != nil {
+		fmt.Fprintf(&b, "faulty proxies (left out of the figures above): %d stalled after full config, %d NACKing every response (%d responses received)\n",
+			f.Stalled, f.Nacking, f.NackingReceived)
+	}
 	e := r.Errors
 	fmt.Fprintf(&b, "errors: connect %d, stream %d, decode %d\n", e.Connect, e.Stream, e.Decode)
 	if e.Last != "" {

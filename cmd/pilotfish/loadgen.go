@@ -96,6 +96,8 @@ converge everywhere.`,
 	f.DurationVar(&c.Duration, "duration", 0, "stop after this long (0: when full config and every change are measured)")
 	f.DurationVar(&c.Timeout, "timeout", 0, "give up waiting for full config or convergence after this long (0: never)")
 	f.Float64Var(&c.NackRate, "nack-rate", 0, "fraction of responses to NACK (the next one of a type is always ACKed)")
+	f.IntVar(&c.StalledProxies, "stall-proxies", 0, "this many proxies stop reading their stream once they have full config, keeping it open (left out of the figures)")
+	f.IntVar(&c.NackingProxies, "nack-proxies", 0, "this many proxies NACK every response (left out of the figures; the report counts what they receive per change)")
 	f.Uint64Var(&c.Seed, "seed", 1, "seed of the random NACK choices")
 	f.StringVar(&o.decode, "decode", "lazy", "lazy: walk the wire format for names; full: unmarshal and ValidateAll every resource")
 	f.StringVar(&c.ChangeCmd, "change-cmd", "", "shell command making a change, run once every proxy has full config")
