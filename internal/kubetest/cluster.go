@@ -44,6 +44,8 @@ type Cluster struct {
 	BinDir string
 	// Issuer is the service-account token issuer (and default audience).
 	Issuer string
+	// EtcdURL is etcd's client URL (http://127.0.0.1:port).
+	EtcdURL string
 
 	etcd, apiserver *process
 }
@@ -63,6 +65,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	begin := time.Now()
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	c.EtcdURL = etcdURL
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	c.etcd = &process{
 		name: "etcd",

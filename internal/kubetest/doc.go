@@ -1,7 +1,7 @@
 // Package kubetest runs a real Kubernetes control plane for tests: etcd and
 // kube-apiserver as child processes on 127.0.0.1, on random ports, with an
 // admin client, Istio's CRDs on request, an API server restart that keeps
-// etcd, and service-account tokens through the TokenRequest API.
+// etcd, etcd compaction (to expire watches), and service-account tokens through the TokenRequest API.
 //
 // The binaries are built by `make kube-bins` (tools/kube) into
 // <repo>/.cache/kube/bin, or taken from $PILOTFISH_KUBE_BIN. When they are
