@@ -12,6 +12,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
@@ -23,7 +25,8 @@ import (
 
 // sidecarProxy is a raw ADS client standing in for an Envoy sidecar: it
 // subscribes to every cluster and listener, to the endpoints of every EDS
-// cluster, ACKs each response, keeps the latest resources of each type as
+// cluster and to every route configuration a listener names (RDS), ACKs
+// each response, keeps the latest resources of each type as
 // raw bytes and counts responses by type. redial moves it to another
 // server, as a proxy does when its control plane goes away.
 type sidecarProxy struct {
@@ -36,6 +39,7 @@ type sidecarProxy struct {
 	latest    map[string]map[string][]byte // type → resource name → bytes
 	counts    map[string]int               // responses received, by type
 	edsNames  []string
+	rdsNames  []string
 	streamErr error
 }
 
@@ -71,7 +75,7 @@ func (c *sidecarProxy) dial(addr string) {
 	}
 	c.mu.Lock()
 	c.cc, c.cancel = cc, cancel
-	c.latest, c.counts, c.edsNames, c.streamErr = map[string]map[string][]byte{}, map[string]int{}, nil, nil
+	c.latest, c.counts, c.edsNames, c.rdsNames, c.streamErr = map[string]map[string][]byte{}, map[string]int{}, nil, nil, nil
 	c.mu.Unlock()
 	var sendMu sync.Mutex
 	send := func(r *discoveryv3.DiscoveryRequest) {
@@ -98,32 +102,35 @@ func (c *sidecarProxy) dial(addr string) {
 			c.mu.Lock()
 			c.latest[resp.TypeUrl] = byName
 			c.counts[resp.TypeUrl]++
-			var eds []string
-			if resp.TypeUrl == resourcev3.ClusterType {
-				eds = kubeEDSClusters(resp)
+			// A CDS response decides the EDS subscription, an LDS one
+			// the RDS subscription.
+			var sub []string
+			subType, held := "", (*[]string)(nil)
+			switch resp.TypeUrl {
+			case resourcev3.ClusterType:
+				sub, subType, held = kubeEDSClusters(resp), resourcev3.EndpointType, &c.edsNames
+			case resourcev3.ListenerType:
+				sub, subType, held = kubeRDSNames(resp), resourcev3.RouteType, &c.rdsNames
 			}
-			resub := eds != nil && !kubeEqualStrings(eds, c.edsNames)
+			resub := held != nil && !kubeEqualStrings(sub, *held)
 			if resub {
-				c.edsNames = eds
+				*held = sub
+			}
+			var names []string
+			switch resp.TypeUrl {
+			case resourcev3.EndpointType:
+				names = c.edsNames
+			case resourcev3.RouteType:
+				names = c.rdsNames
 			}
 			c.mu.Unlock()
-			var names []string
-			if resp.TypeUrl == resourcev3.EndpointType {
-				names = c.edsSubscription()
-			}
 			send(&discoveryv3.DiscoveryRequest{TypeUrl: resp.TypeUrl, VersionInfo: resp.VersionInfo,
 				ResponseNonce: resp.Nonce, ResourceNames: names})
 			if resub {
-				send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: eds})
+				send(&discoveryv3.DiscoveryRequest{TypeUrl: subType, ResourceNames: sub})
 			}
 		}
 	}()
-}
-
-func (c *sidecarProxy) edsSubscription() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.edsNames
 }
 
 func kubeEqualStrings(a, b []string) bool {
@@ -155,6 +162,39 @@ func kubeEDSClusters(resp *discoveryv3.DiscoveryResponse) []string {
 	return names
 }
 
+// kubeRDSNames lists the route configurations the listeners' HTTP
+// connection managers fetch over RDS, sorted.
+func kubeRDSNames(resp *discoveryv3.DiscoveryResponse) []string {
+	seen := map[string]bool{}
+	for _, r := range resp.Resources {
+		var l listenerv3.Listener
+		if proto.Unmarshal(r.Value, &l) != nil {
+			continue
+		}
+		chains := l.FilterChains
+		if l.DefaultFilterChain != nil {
+			chains = append(chains, l.DefaultFilterChain)
+		}
+		for _, fc := range chains {
+			for _, f := range fc.Filters {
+				var hcm hcmv3.HttpConnectionManager
+				if f.GetTypedConfig() == nil || f.GetTypedConfig().UnmarshalTo(&hcm) != nil {
+					continue
+				}
+				if n := hcm.GetRds().GetRouteConfigName(); n != "" {
+					seen[n] = true
+				}
+			}
+		}
+	}
+	names := []string{}
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 func kubeResourceName(typeURL string, b []byte) string {
 	switch typeURL {
 	case resourcev3.ClusterType:
@@ -167,6 +207,10 @@ func kubeResourceName(typeURL string, b []byte) string {
 		return m.ClusterName
 	case resourcev3.ListenerType:
 		var m listenerv3.Listener
+		_ = proto.Unmarshal(b, &m)
+		return m.Name
+	case resourcev3.RouteType:
+		var m routev3.RouteConfiguration
 		_ = proto.Unmarshal(b, &m)
 		return m.Name
 	}
@@ -216,12 +260,33 @@ func (c *sidecarProxy) endpoints(cluster string) []string {
 	return out
 }
 
-// sameXDSResources compares two clients' latest CDS, EDS and LDS byte for
-// byte (replicas must serve identical bytes: versions name bytes, and a
+// workloadMetadata returns the istio.workload metadata of a cluster's
+// endpoints ("name;namespace;service;revision;cluster"), sorted.
+func (c *sidecarProxy) workloadMetadata(cluster string) []string {
+	b, ok := c.resources(resourcev3.EndpointType)[cluster]
+	if !ok {
+		return nil
+	}
+	var cla endpointv3.ClusterLoadAssignment
+	if err := proto.Unmarshal(b, &cla); err != nil {
+		c.t.Fatal(err)
+	}
+	var out []string
+	for _, l := range cla.Endpoints {
+		for _, e := range l.LbEndpoints {
+			out = append(out, e.GetMetadata().GetFilterMetadata()["istio"].GetFields()["workload"].GetStringValue())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sameXDSResources compares two clients' latest CDS, EDS, LDS and RDS
+// byte for byte (replicas must serve identical bytes: versions name bytes, and a
 // proxy moving between replicas must not be pushed what it has); it
 // returns "" when identical, else what differs.
 func sameXDSResources(a, b *sidecarProxy) string {
-	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType} {
+	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType, resourcev3.RouteType} {
 		ra, rb := a.resources(typ), b.resources(typ)
 		if len(ra) == 0 {
 			return "no " + typ + " received"
@@ -246,6 +311,8 @@ func newResource(typeURL string) proto.Message {
 		return &endpointv3.ClusterLoadAssignment{}
 	case resourcev3.ListenerType:
 		return &listenerv3.Listener{}
+	case resourcev3.RouteType:
+		return &routev3.RouteConfiguration{}
 	}
 	return nil
 }

@@ -34,6 +34,11 @@ import (
 
 const kubeNS = "shop"
 
+// kubeClusterID is the replicas' --cluster-id; the test proxies say
+// CLUSTER_ID "Kubernetes", so endpoint metadata naming kubeClusterID shows
+// the flag, not the proxy, decides it.
+const kubeClusterID = "east-1"
+
 // kubeServer is one pilotfish replica watching the test's API server.
 type kubeServer struct {
 	grpc, http string
@@ -48,7 +53,7 @@ func startKubeServe(t *testing.T, kubeconfig string) *kubeServer {
 	o := &serveOptions{grpcAddr: "127.0.0.1:0", httpAddr: "127.0.0.1:0", domain: "cluster.local",
 		logLevel: "error", debounceAfter: 10 * time.Millisecond, debounceMax: time.Second, enableEDSDebounce: true,
 		pushThrottle: 100, shutdownGrace: time.Second,
-		kube: kubeOptions{kubeconfig: kubeconfig, clusterID: "Kubernetes", discoveryInterval: 200 * time.Millisecond}}
+		kube: kubeOptions{kubeconfig: kubeconfig, clusterID: kubeClusterID, discoveryInterval: 200 * time.Millisecond}}
 	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()
 	var s started
 	select {
@@ -299,6 +304,17 @@ func TestKubeE2E(t *testing.T) {
 			return fmt.Sprintf("%s endpoints = %v", echoCluster, got)
 		}
 		return ""
+	})
+	t.Run("EndpointsCarryClusterID", func(t *testing.T) {
+		ws := ads.workloadMetadata(echoCluster)
+		if len(ws) != 2 {
+			t.Fatalf("istio.workload of %s = %q, want one per endpoint", echoCluster, ws)
+		}
+		for _, w := range ws {
+			if f := strings.Split(w, ";"); len(f) != 5 || f[1] != kubeNS || f[4] != kubeClusterID {
+				t.Errorf("istio.workload %q: want namespace %s and --cluster-id %s", w, kubeNS, kubeClusterID)
+			}
+		}
 	})
 
 	t.Run("ScaleUsesEndpointFastPath", func(t *testing.T) {
