@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"k8s.io/klog/v2"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/klog/v2"
 )
 
 func TestKubeConfigRule(t *testing.T) {
