@@ -27,18 +27,9 @@ func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(rawCodec{}),
 		grpc.SharedWriteBuffer(true),
-		grpc.WriteBufferSize(writeBufferSize),
 		grpc.ReadBufferSize(0),
 	}
 }
-
-// writeBufferSize is how much a connection's writer gathers before a write
-// syscall. Pushes are large (a sidecar's route table alone is 400 KiB at
-// 1,000 services) and the syscall, not the copy, is most of a write's cost
-// on loopback and virtual NICs: gRPC's 32 KiB default made writing 60% of
-// the server's CPU in a push. The buffer is pooled (SharedWriteBuffer), so
-// only connections in the middle of a write hold one.
-const writeBufferSize = 256 << 10
 
 // rawMessage is an already encoded protobuf message, sent as its bytes. The
 // codec hands buf to gRPC, which returns it to pool once written, so a
