@@ -80,7 +80,7 @@ flag on the command line wins).`,
 	f.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:15010", "listen address of the plaintext gRPC server (xDS); istiod's port is 15010")
 	f.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:15014", "listen address of the HTTP server (/ready, /metrics, /debug/...); istiod's port is 15014")
 	f.StringVar(&o.domain, "domain", "cluster.local", "the cluster DNS domain suffix")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (client-go's logging too, as component=client-go; at debug with its klog -v=4 detail)")
 	f.DurationVar(&o.debounceAfter, "debounce-after", envDuration("PILOT_DEBOUNCE_AFTER", 100*time.Millisecond), "push once no change has arrived for this long (PILOT_DEBOUNCE_AFTER)")
 	f.DurationVar(&o.debounceMax, "debounce-max", envDuration("PILOT_DEBOUNCE_MAX", 10*time.Second), "push at the latest this long after the first change (PILOT_DEBOUNCE_MAX)")
 	f.BoolVar(&o.enableEDSDebounce, "eds-debounce", envBool("PILOT_ENABLE_EDS_DEBOUNCE", true), "debounce endpoint-only changes too (PILOT_ENABLE_EDS_DEBOUNCE)")

@@ -178,6 +178,14 @@ func (s *configSources) describe(o *serveOptions) string {
 // routeKlog sends client-go's logging (klog: informers, leader election,
 // watch errors) to the server's logger, so --log-level and the log format
 // apply to it too and nothing is written to stderr behind the server's back.
+// At debug level klog's verbosity is raised to 4 (reflector restarts, watch
+// expiry and relists); otherwise its V-logs are not even formatted.
 func routeKlog(log *slog.Logger) {
 	klog.SetSlogLogger(log.With("component", "client-go"))
+	v := "0"
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		v = "4"
+	}
+	var level klog.Level
+	_ = level.Set(v) // sets klog's global verbosity; "0" and "4" parse
 }

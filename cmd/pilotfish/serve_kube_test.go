@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -56,19 +57,49 @@ func TestServeNeedsASource(t *testing.T) {
 	}
 }
 
-// TestKlogRouted: client-go's klog output goes to the server's logger.
+// TestKlogRouted: client-go's klog output goes to the server's logger,
+// whose level applies to it (at --log-level error, klog's info is dropped
+// and its errors kept).
 func TestKlogRouted(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
-	routeKlog(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil)))
+	routeKlog(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelError})))
 	defer klog.ClearLogger()
 	klog.InfoS("watch ended", "reason", "too old resource version")
+	klog.ErrorS(errors.New("connection refused"), "failed to list")
 	klog.Flush()
 	mu.Lock()
 	defer mu.Unlock()
-	if out := buf.String(); !strings.Contains(out, "watch ended") || !strings.Contains(out, "component=client-go") {
-		t.Fatalf("klog output not in the server's log: %q", out)
+	out := buf.String()
+	if !strings.Contains(out, "failed to list") || !strings.Contains(out, "component=client-go") {
+		t.Fatalf("klog's error not in the server's log: %q", out)
 	}
+	if strings.Contains(out, "watch ended") {
+		t.Fatalf("klog's info logged at level error: %q", out)
+	}
+}
+
+// TestKlogDebug: at debug level client-go's verbose logs (V(4): watch
+// expiry, relists) reach the server's log; at info they do not.
+func TestKlogDebug(t *testing.T) {
+	defer klog.ClearLogger()
+	for _, tc := range []struct {
+		level slog.Level
+		want  bool
+	}{{slog.LevelDebug, true}, {slog.LevelInfo, false}} {
+		var buf bytes.Buffer
+		var mu sync.Mutex
+		routeKlog(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: tc.level})))
+		klog.V(4).InfoS("watch closed", "err", "too old resource version")
+		klog.Flush()
+		mu.Lock()
+		got := strings.Contains(buf.String(), "watch closed")
+		mu.Unlock()
+		if got != tc.want {
+			t.Errorf("at %v, klog V(4) logged = %v, want %v", tc.level, got, tc.want)
+		}
+	}
+	routeKlog(slog.New(slog.NewTextHandler(io.Discard, nil))) // klog back to verbosity 0
 }
 
 type lockedWriter struct {
