@@ -46,13 +46,7 @@ func (w *workloadSecurity) passthroughPorts(sc *Scope) []encode.PortMTLS {
 func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {
 	snap := sc.Snapshot
 	root, _ := snap.Symbols.Lookup(mesh.RootNamespace)
-	labels := classLabels(sc.Class.Labels)
-	if labels == nil && len(sc.Instances) > 0 {
-		// No LABELS in the node metadata: the labels of the proxy's own
-		// Pod or WorkloadEntry in the index (part of the class through its
-		// instances).
-		labels = workloadLabels(snap, sc.Instances[0].Endpoint.Labels)
-	}
+	labels := scopeLabels(sc) // the same labels a change's reach is decided on (holdsPolicy)
 	w := &workloadSecurity{mtls: encode.ServiceMTLSPermissive}
 	w.peerAuthentication(snap, root, sc.Namespace, labels)
 	w.authorization(snap, root, sc.Namespace, labels)

@@ -22,8 +22,9 @@
 // Debounced changes become pushes: anything but endpoints is a Full push to
 // every class whose scope the change can touch (scope_push.go: a change of
 // services, VirtualServices, DestinationRules or ServiceEntries none of a
-// class's scopes sees pushes nothing to it; serve then sends only types
-// whose content changed for each stream); endpoint-only changes take the fast path — EDS for the changed
+// class's scopes sees pushes nothing to it, nor does a security policy
+// whose namespace and selector rule the class out, scope_policy.go; serve
+// then sends only types whose content changed for each stream); endpoint-only changes take the fast path — EDS for the changed
 // services' clusters, only to classes that see them and to gRPC clients
 // subscribed by name, plus CDS when the change alters clusters (DNS
 // endpoints, service accounts, inferred mTLS).

@@ -209,6 +209,9 @@ type class struct {
 	// pushed is the scope the class's last full push was decided on (run
 	// loop only; see scopedTargets).
 	pushed atomic.Pointer[Scope]
+	// repush: connections reclassify moved in hold config pushed does not
+	// describe (run loop only; see settleMoves).
+	repush bool
 
 	memoMu sync.Mutex         // guards memos
 	memos  map[string][]*memo // type URL → recent responses, newest first; guarded by memoMu

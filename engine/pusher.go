@@ -20,7 +20,7 @@ func (e *Engine) push(p pendingChanges) {
 		e.cache.Sweep(epoch - sweepEvery)
 	}
 	if p.instances {
-		e.reclassify()
+		e.settleMoves(e.reclassify(), p.scoped)
 	}
 	e.mu.Lock()
 	classes := make([]*class, 0, len(e.classes))
@@ -98,11 +98,12 @@ func watchesAny(c *Conn, set map[index.ServiceKey]struct{}) bool {
 }
 
 // reclassify moves connections whose service instances changed to their
-// new class.
-func (e *Engine) reclassify() {
+// new class, and returns the moves.
+func (e *Engine) reclassify() []classMove {
 	snap := e.idx.Snapshot()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var moves []classMove
 	for c := range e.conns {
 		key := classKey{class: e.classOf(snap, c.node), instances: instancesKey(snap, computeInstances(snap, c.node))}
 		if key == c.class.key {
@@ -113,9 +114,12 @@ func (e *Engine) reclassify() {
 		if len(old.conns) == 0 {
 			delete(e.classes, old.key)
 		}
+		_, exists := e.classes[key]
 		c.class = e.classLocked(key, c.node)
 		c.class.conns[c] = struct{}{}
+		moves = append(moves, classMove{from: old, to: c.class, created: !exists})
 	}
+	return moves
 }
 
 // edsClusterNames lists every EDS cluster name of the given services: each

@@ -7,7 +7,8 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-// scopedChanges is a full change described by keys a scope can rule out:
+// scopedChanges is a full change described by keys a scope can rule out
+// (security policies by namespace and selector, scope_policy.go):
 // a class none of whose scopes (before and after) holds one of them gets no
 // push. This is what makes Sidecar scoping a performance feature: a proxy
 // limited to its namespace is not pushed to, and generates nothing, when
@@ -34,7 +35,8 @@ func (s *scopedChanges) add(cs *index.ChangeSet, hadFull bool) *scopedChanges {
 	}
 	for kind, keys := range cs.Configs {
 		switch index.ConfigKind(kind) {
-		case index.ConfigVirtualService, index.ConfigDestinationRule, index.ConfigServiceEntry:
+		case index.ConfigVirtualService, index.ConfigDestinationRule, index.ConfigServiceEntry,
+			index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication:
 		default:
 			if len(keys) > 0 {
 				return nil
@@ -60,7 +62,7 @@ func (s *scopedChanges) add(cs *index.ChangeSet, hadFull bool) *scopedChanges {
 
 // affects reports whether a full change may alter what a class's proxies
 // receive, given its scope at the last push (prev, nil if none) and now.
-func (s *scopedChanges) affects(prev, cur *Scope) bool {
+func (s *scopedChanges) affects(prev, cur *Scope, rootNS string) bool {
 	if s == nil || prev == nil {
 		return true
 	}
@@ -71,6 +73,12 @@ func (s *scopedChanges) affects(prev, cur *Scope) bool {
 			}
 		}
 		for c := range s.configs {
+			if isSecurityKind(c.kind) {
+				if sc.holdsPolicy(c.kind, c.key, rootNS) {
+					return true
+				}
+				continue
+			}
 			if sc.holdsConfig(c.kind, c.key) {
 				return true
 			}
@@ -120,7 +128,9 @@ func (e *Engine) scopedTargets(classes []*class, changes *scopedChanges) []*clas
 	for _, cl := range classes {
 		cur := cl.scope(e)
 		prev := cl.pushed.Swap(cur)
-		if cl.key.class.Type == encode.ProxyGRPC || changes.affects(prev, cur) {
+		repush := cl.repush
+		cl.repush = false
+		if repush || cl.key.class.Type == encode.ProxyGRPC || changes.affects(prev, cur, e.mesh.RootNamespace) {
 			out = append(out, cl)
 		}
 	}
