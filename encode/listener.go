@@ -30,6 +30,9 @@ type OutboundListenerKey struct {
 	// OutboundAllowAny: unmatched traffic goes to PassthroughCluster, else
 	// to BlackHoleCluster.
 	OutboundAllowAny bool
+	// EgressCluster replaces PassthroughCluster when set (a Sidecar's
+	// outboundTrafficPolicy.egressProxy).
+	EgressCluster string
 	// ProtocolDetectionTimeout bounds HTTP inspection on sniffing listeners.
 	ProtocolDetectionTimeout time.Duration
 	// Bind is the listener's address: a wildcard ("0.0.0.0", "::"), a VIP,
@@ -61,6 +64,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 	h.Str(k.Namespace)
 	h.Str(k.DomainSuffix)
 	h.Bool(k.OutboundAllowAny)
+	h.Str(k.EgressCluster)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.Str(k.Bind)
 	h.U32(k.Port)
@@ -360,14 +364,22 @@ func (k *OutboundListenerKey) build(e *lsEntry) *listener.Listener {
 // lsTransportSocketConnectTimeout is istiod's 15s handshake bound.
 var lsTransportSocketConnectTimeout = durationpb.New(15 * time.Second)
 
-// fallthroughFilter sends unmatched traffic to PassthroughCluster
-// (ALLOW_ANY) or BlackHoleCluster (REGISTRY_ONLY).
+// fallthroughFilter sends unmatched traffic to PassthroughCluster or the
+// egress proxy (ALLOW_ANY), or BlackHoleCluster (REGISTRY_ONLY).
 func (k *OutboundListenerKey) fallthroughFilter() *listener.Filter {
-	c := blackholeCluster
-	if k.OutboundAllowAny {
-		c = passthroughCluster
-	}
+	c := catchAllCluster(k.OutboundAllowAny, k.EgressCluster)
 	return lsTCPProxy(c, c)
+}
+
+// catchAllCluster is istiod's egress cluster for unknown destinations.
+func catchAllCluster(allowAny bool, egress string) string {
+	switch {
+	case !allowAny:
+		return blackholeCluster
+	case egress != "":
+		return egress
+	}
+	return passthroughCluster
 }
 
 // lsCidrRange converts "10.0.0.0/8" or an address to a CidrRange.

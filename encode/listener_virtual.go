@@ -38,29 +38,36 @@ func lsWildcard(ipv6 bool) string {
 // to the listener of their original destination.
 type VirtualOutboundKey struct {
 	OutboundAllowAny bool
-	IPv6             bool
+	// EgressCluster replaces PassthroughCluster when set (a Sidecar's
+	// outboundTrafficPolicy.egressProxy).
+	EgressCluster string
+	IPv6          bool
 }
 
 // Hash feeds every field.
 func (k *VirtualOutboundKey) Hash() uint64 {
 	h := NewHasher("VirtualOutboundKey")
 	h.Bool(k.OutboundAllowAny)
+	h.Str(k.EgressCluster)
 	h.Bool(k.IPv6)
 	return h.Sum()
 }
 
 // VirtualOutboundListener is istiod's buildVirtualOutboundListener: connections
 // to 15001 itself are dropped, the rest pass through (ALLOW_ANY) or are
-// dropped (REGISTRY_ONLY).
+// dropped (REGISTRY_ONLY). With an egress proxy, istiod adds a bare
+// tls_inspector so the proxy's cluster sees SNI.
 func VirtualOutboundListener(k *VirtualOutboundKey) (string, proto.Message) {
-	catchAll := blackholeCluster
-	if k.OutboundAllowAny {
-		catchAll = passthroughCluster
+	catchAll := catchAllCluster(k.OutboundAllowAny, k.EgressCluster)
+	var filters []*listener.ListenerFilter
+	if k.OutboundAllowAny && k.EgressCluster != "" {
+		filters = []*listener.ListenerFilter{{Name: lfTLSInspector.Name}}
 	}
 	return VirtualOutboundListenerName, &listener.Listener{
-		Name:           VirtualOutboundListenerName,
-		Address:        lsAddress(lsWildcard(k.IPv6), virtualOutboundPort),
-		UseOriginalDst: wrapperspb.Bool(true),
+		Name:            VirtualOutboundListenerName,
+		Address:         lsAddress(lsWildcard(k.IPv6), virtualOutboundPort),
+		UseOriginalDst:  wrapperspb.Bool(true),
+		ListenerFilters: filters,
 		FilterChains: []*listener.FilterChain{
 			{
 				Name:             "virtualOutbound-blackhole",

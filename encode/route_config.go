@@ -221,6 +221,26 @@ func CatchAllVirtualHost(allowAny bool) *Entry {
 	return catchAllBlockAll
 }
 
+// egressCatchAll caches the allow_any virtual hosts of egress proxy
+// clusters (a handful per mesh).
+var egressCatchAll sync.Map // cluster → *Entry
+
+// EgressCatchAllVirtualHost is the "allow_any" virtual host routing to a
+// Sidecar's egressProxy cluster instead of PassthroughCluster.
+func EgressCatchAllVirtualHost(cluster string) *Entry {
+	if e, ok := egressCatchAll.Load(cluster); ok {
+		return e.(*Entry)
+	}
+	vh := NewCatchAllVirtualHost(true)
+	vh.Routes[0].GetRoute().ClusterSpecifier = &route.RouteAction_Cluster{Cluster: cluster}
+	b, err := marshalBare(vh)
+	if err != nil {
+		panic(err) // a valid message always marshals
+	}
+	e, _ := egressCatchAll.LoadOrStore(cluster, &Entry{Name: vh.Name, Version: vh.Name + "/" + cluster + "/" + strconv.Itoa(len(b)), Bytes: b})
+	return e.(*Entry)
+}
+
 // NewCatchAllVirtualHost is istiod's buildCatchAllVirtualHost.
 func NewCatchAllVirtualHost(allowAny bool) *route.VirtualHost {
 	if allowAny {

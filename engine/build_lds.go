@@ -51,6 +51,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			Namespace:                sc.Class.Namespace,
 			DomainSuffix:             mesh.DomainSuffix,
 			OutboundAllowAny:         mesh.OutboundAllowAny,
+			EgressCluster:            sc.egressProxyCluster(mesh),
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			Bind:                     addrString(g.bind),
 			Port:                     g.port,
@@ -64,7 +65,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		}
 	}
 	if b.wanted(encode.VirtualOutboundListenerName) {
-		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, IPv6: sc.Class.IPv6}
+		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6}
 		if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.VirtualOutboundListener); err != nil {
 			return dst, err
 		}

@@ -166,7 +166,11 @@ func (b *rdsBuilder) buildPort(name string, port uint32, sniffedHost string, dst
 	// (a host two VirtualServices claim) the first stays.
 	slices.SortStableFunc(b.parts, func(x, y *encode.Entry) int { return cmp.Compare(x.Name, y.Name) })
 	b.parts = slices.CompactFunc(b.parts, func(x, y *encode.Entry) bool { return x.Name == y.Name })
-	b.parts = append(b.parts, encode.CatchAllVirtualHost(b.mesh.OutboundAllowAny))
+	if c := b.sc.egressProxyCluster(b.mesh); c != "" {
+		b.parts = append(b.parts, encode.EgressCatchAllVirtualHost(c))
+	} else {
+		b.parts = append(b.parts, encode.CatchAllVirtualHost(b.mesh.OutboundAllowAny))
+	}
 	return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -114,6 +115,9 @@ type egress struct {
 	// limited to its namespace never iterates the rest of the mesh.
 	namespaces []index.Sym
 	outbound   int8
+	// proxy is the cluster outboundTrafficPolicy.egressProxy names
+	// ("outbound|PORT|SUBSET|HOST", istiod's GetDestinationCluster), or "".
+	proxy string
 }
 
 type egressHost struct {
@@ -141,6 +145,9 @@ func newEgress(snap *index.Snapshot, ref string, ns index.Sym) *egress {
 		e.outbound = outboundRegistryOnly
 		if p.GetMode() == networking.OutboundTrafficPolicy_ALLOW_ANY {
 			e.outbound = outboundAllowAny
+		}
+		if d := p.GetEgressProxy(); d != nil && d.GetHost() != "" {
+			e.proxy = "outbound|" + strconv.FormatUint(uint64(d.GetPort().GetNumber()), 10) + "|" + d.GetSubset() + "|" + d.GetHost()
 		}
 	}
 	if len(sc.Egress) == 0 {
@@ -226,6 +233,16 @@ func (e *Engine) meshFor(sc *Scope) *encode.Mesh {
 		return e.mesh
 	}
 	return e.meshFlipped()
+}
+
+// egressProxyCluster is where the scope's unknown outbound traffic goes
+// instead of PassthroughCluster: the Sidecar's egressProxy, which istiod
+// honours only when outbound traffic is allowed; "" otherwise.
+func (sc *Scope) egressProxyCluster(mesh *encode.Mesh) string {
+	if sc.Egress == nil || !mesh.OutboundAllowAny {
+		return ""
+	}
+	return sc.Egress.proxy
 }
 
 // meshFlipped is the mesh with OutboundAllowAny inverted, made once.
