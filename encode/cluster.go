@@ -33,6 +33,9 @@ const (
 	// ClusterInboundPassthrough is the fixed InboundPassthroughCluster
 	// (sidecars).
 	ClusterInboundPassthrough
+	// ClusterSNIDNAT is "outbound_.PORT_.SUBSET_.HOST", the cluster a
+	// router's AUTO_PASSTHROUGH server forwards to by SNI (cluster_snidnat.go).
+	ClusterSNIDNAT
 )
 
 // ServiceMTLS is a service's mutual TLS mode as istiod infers it for its
@@ -179,6 +182,8 @@ func Cluster(k *ClusterKey) (string, proto.Message) {
 		c = clInboundPassthrough(k)
 	case ClusterInbound:
 		c = clInbound(k)
+	case ClusterSNIDNAT:
+		c = clSNIDNAT(k)
 	default:
 		if k.ProxyType == ProxyGRPC {
 			c = clGRPC(k)

@@ -65,6 +65,9 @@ func buildClusters(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []st
 			return dst, err
 		}
 	}
+	if dst, err = b.sniDNAT(dst); err != nil {
+		return dst, err
+	}
 	if sc.Class.Type != encode.ProxySidecar {
 		return dst, nil
 	}
@@ -84,6 +87,8 @@ type cdsBuilder struct {
 	key   encode.ClusterKey
 	mtls  mtlsCache
 	want  map[string]bool
+	// sni: outbound emits SNI-DNAT clusters (build_gateway_snidnat.go).
+	sni bool
 	// inbound is scratch for ClusterKey.Inbound.
 	inboundSvcs []*index.Service
 }
@@ -118,6 +123,10 @@ func (b *cdsBuilder) emit(dst []Resource) ([]Resource, error) {
 	}
 	if encode.ClusterSkipped(k) {
 		return dst, nil
+	}
+	if b.sni {
+		k.Role = encode.ClusterSNIDNAT
+		defer func() { k.Role = encode.ClusterOutbound }()
 	}
 	e, err := encode.Resource(b.cache, encode.KindCluster, TypeCluster, k, encode.Cluster)
 	if err != nil {

@@ -50,8 +50,7 @@ import (
 //     inbound clusters are ORIGINAL_DST), dnsRefreshRate, tlsDefaults,
 //     localityLbSetting (enabled), trustDomainAliases;
 //   - not generated: HBONE/ambient transport sockets, DYNAMIC_DNS (dynamic
-//     forward proxy) clusters, InferencePool, SNI-DNAT clusters of
-//     AUTO_PASSTHROUGH gateways, metadata-certificate (TLS_CLIENT_*) and
+//     forward proxy) clusters, InferencePool, metadata-certificate (TLS_CLIENT_*) and
 //     credential-socket variants, preserve_case header formatting;
 //   - no network (split horizon) filtering of endpoints; the endpoints'
 //     cluster ID is the proxy's;

@@ -63,6 +63,10 @@ func (b *edsBuilder) keyFor(name string) {
 	k := &b.key
 	*k = encode.EndpointsKey{ClusterName: name, Syms: b.snap.Symbols, Labels: b.snap.Labels, ClusterID: b.clusterID}
 	dir, port, subset, host, ok := encode.ParseClusterName(name)
+	if !ok {
+		// A router's SNI-DNAT cluster has its service port's endpoints.
+		port, subset, host, ok = encode.ParseSNIDNATName(name)
+	}
 	if !ok || dir != encode.Outbound {
 		return
 	}

@@ -159,15 +159,19 @@ func edsClusterNames(snap *index.Snapshot, services map[index.ServiceKey]struct{
 // namespace defining it (or any, when several do: the fast path then pushes
 // to a superset).
 func serviceOfCluster(snap *index.Snapshot, name string) (index.ServiceKey, bool) {
-	rest, ok := strings.CutPrefix(name, "outbound|")
-	if !ok {
+	var hostName string
+	if rest, ok := strings.CutPrefix(name, "outbound|"); ok {
+		i := strings.LastIndexByte(rest, '|')
+		if i < 0 {
+			return index.ServiceKey{}, false
+		}
+		hostName = rest[i+1:]
+	} else if _, _, h, ok := encode.ParseSNIDNATName(name); ok {
+		hostName = h // a router's SNI-DNAT cluster
+	} else {
 		return index.ServiceKey{}, false
 	}
-	i := strings.LastIndexByte(rest, '|')
-	if i < 0 {
-		return index.ServiceKey{}, false
-	}
-	host, ok := snap.Symbols.Lookup(rest[i+1:])
+	host, ok := snap.Symbols.Lookup(hostName)
 	if !ok {
 		return index.ServiceKey{}, false
 	}
