@@ -48,7 +48,7 @@ func ParseSNIDNATName(name string) (port uint32, subset, host string, ok bool) {
 		return 0, "", "", false
 	}
 	i := strings.Index(rest, "_.")
-	if i <= 0 {
+	if i <= 0 || rest[0] == '0' { // names are built without leading zeros
 		return 0, "", "", false
 	}
 	p, err := strconv.ParseUint(rest[:i], 10, 32)
