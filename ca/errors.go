@@ -35,4 +35,7 @@ var (
 	ErrNoCredential = errors.New("ca: no credential of this kind")
 	// ErrNotFound: a Store holds no CA material yet.
 	ErrNotFound = errors.New("ca: no stored CA material")
+	// ErrStoreConflict: another writer (a second replica) stored CA
+	// material first; load theirs instead of overwriting it.
+	ErrStoreConflict = errors.New("ca: stored CA material changed concurrently")
 )

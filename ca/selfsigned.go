@@ -140,7 +140,15 @@ func LoadOrCreateRoot(ctx context.Context, store Store, o SelfSignedOptions) (*B
 		if m, err = NewRoot(o); err != nil {
 			return nil, err
 		}
-		if err := store.Save(ctx, m); err != nil {
+		if err := store.Save(ctx, m); errors.Is(err, ErrStoreConflict) {
+			// Another replica created the root first: use it, so every
+			// replica signs under one root.
+			o.Logger.Info("another replica stored a self-signed root first; loading it")
+			if m, err = store.Load(ctx); err != nil {
+				return nil, err
+			}
+			return NewBundle(m)
+		} else if err != nil {
 			return nil, fmt.Errorf("ca: saving the new root: %w", err)
 		}
 		o.Logger.Info("generated a self-signed root", "org", o.Org, "key", o.KeyType, "ttl", o.TTL)

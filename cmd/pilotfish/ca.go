@@ -54,7 +54,7 @@ func addCAFlags(f *pflag.FlagSet, o *caOptions) {
 	f.BoolVar(&o.disabled, "disable-ca", !envBool("ENABLE_CA_SERVER", true), "do not serve the certificate authority (istiod's ENABLE_CA_SERVER=false)")
 	f.StringVar(&o.tlsAddr, "grpc-tls-addr", "127.0.0.1:15012", "listen address of the TLS gRPC server (xDS and CA), with a certificate from pilotfish's CA; istiod's port is 15012; empty disables")
 	f.StringVar(&o.cacertsDir, "cacerts-dir", "", "plug-in CA directory (ca-cert.pem, ca-key.pem, cert-chain.pem, root-cert.pem, or tls.crt, tls.key, ca.crt), watched and hot-reloaded; istiod mounts it at ./etc/cacerts")
-	f.StringVar(&o.stateDir, "ca-state-dir", "", "without --cacerts-dir: directory where the self-signed root is kept ("+ca.StateFileName+") and reused on restart; empty keeps it in memory only (workloads then distrust a restarted pilotfish)")
+	f.StringVar(&o.stateDir, "ca-state-dir", "", "without --cacerts-dir: directory where the self-signed root is kept ("+ca.StateFileName+") and reused on restart; empty keeps it in Secret "+ca.SecretName+" of $POD_NAMESPACE when an API server is configured (--token-review-kubeconfig or in a pod), else in memory only (workloads then distrust a restarted pilotfish)")
 	f.StringVar(&o.trustDomain, "trust-domain", envString("TRUST_DOMAIN", ca.DefaultTrustDomain), "trust domain of workload SPIFFE IDs: what the CA signs and what xDS SAN checks expect (TRUST_DOMAIN)")
 	f.DurationVar(&o.defaultTTL, "workload-cert-ttl", envDuration("DEFAULT_WORKLOAD_CERT_TTL", ca.DefaultWorkloadTTL), "lifetime of a workload certificate whose request names none (DEFAULT_WORKLOAD_CERT_TTL)")
 	f.DurationVar(&o.maxTTL, "max-workload-cert-ttl", envDuration("MAX_WORKLOAD_CERT_TTL", ca.DefaultMaxTTL), "requests for longer certificates are refused (MAX_WORKLOAD_CERT_TTL)")
@@ -145,6 +145,9 @@ func (s *secureServing) loadBundle(ctx context.Context) (*ca.Bundle, error) {
 	}
 	s.rootOpts = ca.SelfSignedOptions{Org: o.trustDomain, KeyType: o.rootKeyType, Logger: s.log.With("component", "ca")}
 	if o.stateDir == "" {
+		if b, err := s.loadKubeRoot(ctx); b != nil || err != nil {
+			return b, err
+		}
 		s.log.Warn("CA: self-signed root kept in memory only; set --ca-state-dir or --cacerts-dir so that workloads trust pilotfish after a restart")
 		m, err := ca.NewRoot(s.rootOpts)
 		if err != nil {
@@ -157,6 +160,29 @@ func (s *secureServing) loadBundle(ctx context.Context) (*ca.Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--ca-state-dir: %w", err)
 	}
+	return b, nil
+}
+
+// loadKubeRoot keeps the self-signed root in Secret istio-ca-secret of the
+// pod's namespace (POD_NAMESPACE), as istiod does, when an API server is
+// configured (--token-review-kubeconfig or in-cluster): replicas share one
+// root and a restart reuses it. It returns nil, nil without an API server.
+func (s *secureServing) loadKubeRoot(ctx context.Context) (*ca.Bundle, error) {
+	cfg, err := tokenReviewConfig(s.opts.kubeconfig)
+	if err != nil || cfg == nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("CA Secret client: %w", err)
+	}
+	ns := envString("POD_NAMESPACE", "istio-system")
+	s.store = &ca.KubeStore{Secrets: cs.CoreV1(), Namespace: ns}
+	b, err := ca.LoadOrCreateRoot(ctx, s.store, s.rootOpts)
+	if err != nil {
+		return nil, fmt.Errorf("CA root in Secret %s/%s: %w", ns, ca.SecretName, err)
+	}
+	s.log.Info("CA: self-signed root kept in a Secret", "namespace", ns, "name", ca.SecretName)
 	return b, nil
 }
 
