@@ -1,0 +1,50 @@
+package deploy_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pilotfish-mesh/pilotfish/internal/kubetest"
+)
+
+// TestSelfSignedCARBAC renders the chart without a cacerts Secret (the
+// self-signed root kept in istio-ca-secret), applies it to a real API server
+// and checks that the service account may read, create and update that
+// Secret in its own namespace and no other Secret.
+func TestSelfSignedCARBAC(t *testing.T) {
+	out := runHelm(t, "template", "pilotfish", "charts/pilotfish", "--namespace", namespace, "--set", "ca.cacertsSecret=")
+	if strings.Contains(string(out), "--cacerts-dir") || strings.Contains(string(out), "secretName:") {
+		t.Fatal("without ca.cacertsSecret the deployment still mounts cacerts")
+	}
+	file := filepath.Join(t.TempDir(), "pilotfish.yaml")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := kubetest.Start(t, kubetest.Options{IstioCRDs: true})
+	c.EnsureNamespace(t, namespace)
+	if out, err := c.Kubectl(t, "apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	sa := "--as=system:serviceaccount:" + namespace + ":pilotfish"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "secrets/istio-ca-secret", "-n", namespace}, "yes"},
+		{[]string{"update", "secrets/istio-ca-secret", "-n", namespace}, "yes"},
+		{[]string{"create", "secrets", "-n", namespace}, "yes"},
+		{[]string{"get", "secrets/cacerts", "-n", namespace}, "no"},
+		{[]string{"list", "secrets", "-n", namespace}, "no"},
+		{[]string{"get", "secrets/istio-ca-secret", "-n", "default"}, "no"},
+		{[]string{"create", "secrets", "-n", "default"}, "no"},
+		{[]string{"delete", "secrets/istio-ca-secret", "-n", namespace}, "no"},
+	} {
+		out, _ := c.Kubectl(t, append([]string{"auth", "can-i", sa}, tc.args...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if got := lines[len(lines)-1]; got != tc.want {
+			t.Errorf("can pilotfish %s? %q, want %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+}
