@@ -1,18 +1,47 @@
 package engine
 
 import (
+	"runtime"
+	"strings"
+	"sync"
+	"weak"
+
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-// hasAutoPassthrough: one of the router's servers is AUTO_PASSTHROUGH
-// (istiod's MergedGateway.ContainsAutoPassthroughGateways), so its CDS
-// carries the SNI-DNAT clusters those servers forward to.
-func (m *mergedGateway) hasAutoPassthrough() bool {
-	for i := range m.ports {
-		for j := range m.ports[i].servers {
-			if m.ports[i].servers[j].Server().GetTls().GetMode() == networking.ServerTLSSettings_AUTO_PASSTHROUGH {
+// hasAutoPassthrough: one of the servers of the router's Gateways is
+// AUTO_PASSTHROUGH (istiod's MergedGateway.ContainsAutoPassthroughGateways),
+// so its CDS carries the SNI-DNAT clusters those servers forward to. It
+// reads the selected Gateways directly rather than the merged gateway, which
+// a CDS build does not otherwise need (computing it tripled a warm CDS push).
+// The answer is kept per Scope, like the merged gateway: a warm CDS build
+// then costs one map lookup instead of a lookup per Gateway.
+func hasAutoPassthrough(sc *Scope) bool {
+	wp := weak.Make(sc)
+	if v, ok := autoPassthroughOf.Load(wp); ok {
+		return v.(bool)
+	}
+	v := scanAutoPassthrough(sc)
+	if _, loaded := autoPassthroughOf.LoadOrStore(wp, v); !loaded {
+		runtime.AddCleanup(sc, func(wp weak.Pointer[Scope]) { autoPassthroughOf.Delete(wp) }, wp)
+	}
+	return v
+}
+
+var autoPassthroughOf sync.Map // weak.Pointer[Scope] → bool
+
+func scanAutoPassthrough(sc *Scope) bool {
+	for ref := range strings.SplitSeq(sc.Class.Gateways, ",") {
+		c := configByRef(sc.Snapshot, index.ConfigGateway, ref)
+		if c == nil {
+			continue
+		}
+		gw, _ := c.Spec.(*networking.Gateway)
+		for _, srv := range gw.GetServers() {
+			if srv.GetTls().GetMode() == networking.ServerTLSSettings_AUTO_PASSTHROUGH {
 				return true
 			}
 		}
@@ -25,7 +54,7 @@ func (m *mergedGateway) hasAutoPassthrough() bool {
 // router sees (istiod's buildOutboundSniDnatClusters: all of them, not
 // only those an AUTO_PASSTHROUGH server's hosts match).
 func (b *cdsBuilder) sniDNAT(dst []Resource) ([]Resource, error) {
-	if b.sc.Class.Type != encode.ProxyRouter || !gatewayOf(b.sc).hasAutoPassthrough() {
+	if b.sc.Class.Type != encode.ProxyRouter || !hasAutoPassthrough(b.sc) {
 		return dst, nil
 	}
 	b.sni = true
