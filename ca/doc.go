@@ -20,7 +20,8 @@
 //   - Sources of material: LoadDir/WatchDir for a cacerts directory (hot
 //     reload, last good bundle kept on bad files); LoadOrCreateRoot,
 //     RotateRoot and RunRootRotation for a self-signed root kept in a Store
-//     (FileStore now; the istio-ca-secret Secret with the Kubernetes issue).
+//     (FileStore: a state file; KubeStore: Secret istio-ca-secret, whose
+//     create-if-absent race the API server decides).
 //   - Serving: the TLS certificate of port 15012, issued by the Authority
 //     with istiod's SAN (istiod.istio-system.svc), renewed at half-life and
 //     at every bundle change.

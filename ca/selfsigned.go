@@ -19,10 +19,10 @@ import (
 )
 
 // Store persists a self-signed CA's material so that the root survives a
-// restart. FileStore keeps it in one file; the Kubernetes issue adds a
-// store on the Secret istio-ca-secret (keys ca-cert.pem, ca-key.pem,
-// cert-chain.pem, root-cert.pem, as Material has them) behind this
-// interface, with its create-if-absent race resolved by the API server.
+// restart. FileStore keeps it in one file; KubeStore in Secret
+// istio-ca-secret (keys ca-cert.pem, ca-key.pem, cert-chain.pem,
+// root-cert.pem, as Material has them), with its create-if-absent race
+// resolved by the API server: Save returns ErrStoreConflict to the loser.
 type Store interface {
 	// Load returns the stored material, or an error wrapping ErrNotFound
 	// when there is none yet.
