@@ -71,3 +71,15 @@ func (b *cdsBuilder) sniDNAT(dst []Resource) ([]Resource, error) {
 	}
 	return dst, nil
 }
+
+// appendSNIDNATNames appends the SNI-DNAT names of a service port (port in
+// decimal) and its subsets, for the endpoint fast path: a router with an
+// AUTO_PASSTHROUGH server subscribes to them, and serve intersects the
+// list with each proxy's subscription, so other proxies never see them.
+func appendSNIDNATNames(dst []string, port string, subsets []string, host string) []string {
+	dst = append(dst, "outbound_."+port+"_._."+host)
+	for _, s := range subsets {
+		dst = append(dst, "outbound_."+port+"_."+s+"_."+host)
+	}
+	return dst
+}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
 const sniDNATConfig = `apiVersion: networking.istio.io/v1
@@ -122,5 +123,26 @@ func TestServiceOfSNIDNATCluster(t *testing.T) {
 	k, ok := serviceOfCluster(snap, "outbound_.9080_.v1_.reviews.shop.svc.cluster.local")
 	if !ok || snap.String(k.Host) != "reviews.shop.svc.cluster.local" || snap.String(k.Namespace) != "shop" {
 		t.Fatalf("serviceOfCluster = %v, %v", k, ok)
+	}
+}
+
+// TestEDSClusterNamesSNIDNAT: an endpoint change pushes the SNI-DNAT names
+// too (a router with an AUTO_PASSTHROUGH server subscribes to them).
+func TestEDSClusterNamesSNIDNAT(t *testing.T) {
+	snap := lrLoad(t, map[string][]byte{"c.yaml": []byte(sniDNATConfig)})
+	k, ok := serviceOfCluster(snap, "outbound|9080||reviews.shop.svc.cluster.local")
+	if !ok {
+		t.Fatal("reviews not found")
+	}
+	names := edsClusterNames(snap, map[index.ServiceKey]struct{}{k: {}})
+	sc := routerScope(snap, "istio-system", map[string]string{"istio": "eastwestgateway"})
+	rs, err := buildClusters(sc, encode.DefaultMesh(), verifyCache(), nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if _, _, h, ok := encode.ParseSNIDNATName(r.Name); ok && h == "reviews.shop.svc.cluster.local" && !slices.Contains(names, r.Name) {
+			t.Errorf("endpoint push names %v lack %s", names, r.Name)
+		}
 	}
 }

@@ -149,6 +149,7 @@ func edsClusterNames(snap *index.Snapshot, services map[index.ServiceKey]struct{
 			for _, s := range subsets {
 				out = append(out, "outbound|"+port+"|"+s+"|"+host)
 			}
+			out = appendSNIDNATNames(out, port, subsets, host)
 		}
 	}
 	return out
