@@ -62,7 +62,7 @@ func addCAFlags(f *pflag.FlagSet, o *caOptions) {
 	f.StringVar(&o.rootCertOut, "root-cert-out", "", "write the trusted root certificates (root-cert.pem) to this file, and again whenever they change")
 	f.StringVar(&o.jwtRule, "jwt-rule", os.Getenv("JWT_RULE"), `trusted JWT issuers for meshes without Kubernetes (JWT_RULE): {"issuer","audiences","jwks" or "jwks_uri": "file://..."}, or a JSON list of them`)
 	f.StringSliceVar(&o.tokenAudiences, "token-audiences", envList("TOKEN_AUDIENCES", []string{ca.DefaultTokenAudience}), "audiences a Kubernetes service account token must be valid for (TOKEN_AUDIENCES)")
-	f.StringVar(&o.kubeconfig, "token-review-kubeconfig", "", "kubeconfig of the API server that reviews service account tokens; in a pod, the in-cluster config is used without it")
+	f.StringVar(&o.kubeconfig, "token-review-kubeconfig", "", "kubeconfig of the API server that reviews service account tokens (and, without --cacerts-dir and --ca-state-dir, keeps the self-signed root in Secret "+ca.SecretName+"); in a pod, the in-cluster config is used without it")
 	f.StringVar(&o.rootKeyType, "ca-key-type", ca.KeyECDSAP256, "key of a new self-signed root: ecdsa-p256 or rsa-2048")
 }
 
