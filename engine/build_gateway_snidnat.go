@@ -73,9 +73,9 @@ func (b *cdsBuilder) sniDNAT(dst []Resource) ([]Resource, error) {
 }
 
 // appendSNIDNATNames appends the SNI-DNAT names of a service port (port in
-// decimal) and its subsets, for the endpoint fast path: a router with an
-// AUTO_PASSTHROUGH server subscribes to them, and serve intersects the
-// list with each proxy's subscription, so other proxies never see them.
+// decimal) and its subsets, for the endpoint fast path when some Gateway
+// has an AUTO_PASSTHROUGH server: a router with one subscribes to them, and
+// serve intersects the list with each proxy's subscription.
 func appendSNIDNATNames(dst []string, port string, subsets []string, host string) []string {
 	dst = append(dst, "outbound_."+port+"_._."+host)
 	for _, s := range subsets {
@@ -83,3 +83,29 @@ func appendSNIDNATNames(dst []string, port string, subsets []string, host string
 	}
 	return dst
 }
+
+// snapHasAutoPassthrough: some Gateway of the snapshot has an
+// AUTO_PASSTHROUGH server, so some router may subscribe to SNI-DNAT names.
+// Kept per snapshot: the endpoint fast path asks at every push.
+func snapHasAutoPassthrough(snap *index.Snapshot) bool {
+	wp := weak.Make(snap)
+	if v, ok := autoPassthroughSnap.Load(wp); ok {
+		return v.(bool)
+	}
+	v := false
+	snap.Configs(index.ConfigGateway, func(c *index.Config) bool {
+		gw, _ := c.Spec.(*networking.Gateway)
+		for _, srv := range gw.GetServers() {
+			if srv.GetTls().GetMode() == networking.ServerTLSSettings_AUTO_PASSTHROUGH {
+				v = true
+			}
+		}
+		return !v
+	})
+	if _, loaded := autoPassthroughSnap.LoadOrStore(wp, v); !loaded {
+		runtime.AddCleanup(snap, func(wp weak.Pointer[index.Snapshot]) { autoPassthroughSnap.Delete(wp) }, wp)
+	}
+	return v
+}
+
+var autoPassthroughSnap sync.Map // weak.Pointer[index.Snapshot] → bool

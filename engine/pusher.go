@@ -128,6 +128,7 @@ func (e *Engine) reclassify() []classMove {
 // subscribed to).
 func edsClusterNames(snap *index.Snapshot, services map[index.ServiceKey]struct{}) []string {
 	var out []string
+	sni := snapHasAutoPassthrough(snap)
 	for k := range services {
 		svc, _, ok := snap.Service(k)
 		if !ok {
@@ -149,7 +150,9 @@ func edsClusterNames(snap *index.Snapshot, services map[index.ServiceKey]struct{
 			for _, s := range subsets {
 				out = append(out, "outbound|"+port+"|"+s+"|"+host)
 			}
-			out = appendSNIDNATNames(out, port, subsets, host)
+			if sni {
+				out = appendSNIDNATNames(out, port, subsets, host)
+			}
 		}
 	}
 	return out
