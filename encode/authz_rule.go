@@ -106,6 +106,11 @@ func azPolicy(r *security.Rule, ns string, t azTarget, action rbac.RBAC_Action) 
 		case k == "request.auth.presenter":
 			kind = azPresenter
 		case strings.HasPrefix(k, "request.headers["):
+			// Envoy refuses a header name with NUL, CR or LF
+			// (HeaderMatcher.name): the rule fails like other bad values.
+			if strings.ContainsAny(k, "\x00\r\n") {
+				return nil, fmt.Errorf("attribute %q: a header name cannot contain NUL, CR or LF", k)
+			}
 			kind = azHeader
 		case strings.HasPrefix(k, "request.auth.claims["):
 			kind = azClaims
