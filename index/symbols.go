@@ -108,6 +108,9 @@ func (s *Symbols) insert(t *symTable, h uint64, id uint32) {
 
 // Intern returns the Sym of str, adding it if new.
 func (s *Symbols) Intern(str string) Sym {
+	if str == "" {
+		return 0 // optional fields are mostly empty: skip the hash
+	}
 	h := s.hash(str)
 	if id, ok := s.find(s.table.Load(), h, str); ok {
 		return id

@@ -199,6 +199,16 @@ func keyRun(net []idxOp, k uint64) []idxOp {
 	return net[lo:hi]
 }
 
+// runAt returns the run of net's ops that starts at j (commit walks the
+// runs in order: no search needed).
+func runAt(net []idxOp, j int) []idxOp {
+	k := j + 1
+	for k < len(net) && net[k].key == net[j].key {
+		k++
+	}
+	return net[j:k]
+}
+
 // get reads through the transaction (rows put earlier in the batch are seen).
 func (x *tableTxn[K, R]) get(k K) (*R, uint32, bool) {
 	id, ok := x.pk.Get(k)
@@ -322,11 +332,15 @@ func (x *tableTxn[K, R]) commit() table[K, R] {
 		if len(net) == 0 {
 			continue
 		}
-		itx := t.idx[i].txn()
+		// Each key's old list comes from the published index: the
+		// transaction writes every key once, so it would read the same, at
+		// the cost of probing the maps it is filling.
+		base := t.idx[i]
+		itx := base.txn()
 		keys, total := 0, 0
 		for j := 0; j < len(net); {
-			run := keyRun(net[j:], net[j].key)
-			old, _ := itx.Get(indexKey(net[j].key))
+			run := runAt(net, j)
+			old, _ := base.Get(indexKey(net[j].key))
 			total += len(old)
 			for _, o := range run {
 				if o.add() {
@@ -342,9 +356,9 @@ func (x *tableTxn[K, R]) commit() table[K, R] {
 		lists := make([]uint32, 0, total)
 		for j := 0; j < len(net); {
 			k := net[j].key
-			run := keyRun(net[j:], k)
+			run := runAt(net, j)
 			j += len(run)
-			old, _ := itx.Get(indexKey(k))
+			old, _ := base.Get(indexKey(k))
 			start := len(lists)
 			lists = mergeIDs(lists, old, run)
 			if len(lists) == start {

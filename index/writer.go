@@ -491,6 +491,10 @@ func changedKeys[K keyer, R any, O interface {
 		}
 	}
 	res = dedupSorted(res)
+	if prev.next == 0 {
+		// Built from an empty table: every live row is new.
+		return res
+	}
 	kept := res[:0]
 	for _, o := range res {
 		k := in(o)

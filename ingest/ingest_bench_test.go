@@ -116,6 +116,34 @@ func BenchmarkBuildIndexWarmSymbols(b *testing.B) {
 	}
 }
 
+// BenchmarkPublish measures the index build alone: applying the batch of
+// an already converted workload to an empty writer whose symbols are warm,
+// and publishing the snapshot (tables, secondary indexes, endpoint shards,
+// row hashes, change set). It is the like-for-like counterpart of istiod's
+// InitPushContext, which starts from services its ServiceEntry controller
+// converted on config events, outside the timed figure; BenchmarkBuildIndex
+// adds the conversion and cold interning on top.
+func BenchmarkPublish(b *testing.B) {
+	for _, wl := range append(benchWorkloads(b, 100, 1000), kubeWorkload(10000, 10)) {
+		b.Run(wl.name, func(b *testing.B) {
+			objs := decodeValid(b, wl.yaml)
+			first := index.NewWriter()
+			c := NewConverter(first, "cluster.local")
+			var batch index.Batch
+			for i := range objs {
+				c.Put(&batch, &objs[i])
+			}
+			if cs := index.NewWriterSharing(first).Apply(&batch); len(cs.Services) != wl.services {
+				b.Fatalf("published %d services, want %d", len(cs.Services), wl.services)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				index.NewWriterSharing(first).Apply(&batch)
+			}
+		})
+	}
+}
+
 // TestIngestHeap reports the live heap of the index built by ingest, per
 // service and per endpoint, for the 10,000-service Kubernetes mesh with
 // 100,000 endpoints, and holds it to < 100 bytes per endpoint.
