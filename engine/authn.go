@@ -55,8 +55,8 @@ func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {
 }
 
 // peerAuthentication is istiod's ComposePeerAuthentication: the mesh-wide
-// policy (root namespace, no selector), overridden by the namespace's (no
-// selector), overridden by the oldest one selecting the workload; an UNSET
+// policy (root namespace, no selector labels), overridden by the
+// namespace's (no selector labels), overridden by the oldest one selecting the workload; an UNSET
 // mode inherits. Port-level modes come from the workload policy only.
 // Configs carry no creation time, so "oldest" is the first seen (see
 // sortedConfigs).
@@ -70,15 +70,17 @@ func (w *workloadSecurity) peerAuthentication(snap *index.Snapshot, root, ns ind
 			*cur = pa
 		}
 	}
+	// A selector without labels selects the whole namespace: istiod counts
+	// such a policy as the namespace's (or the mesh's), not a workload's.
 	for _, c := range sortedConfigs(snap, index.ConfigPeerAuthentication, root) {
-		if !c.HasSelector {
+		if c.Selector == 0 {
 			pick(&meshPA, c)
 		}
 	}
 	if ns != root {
 		for _, c := range sortedConfigs(snap, index.ConfigPeerAuthentication, ns) {
 			switch {
-			case !c.HasSelector:
+			case c.Selector == 0:
 				pick(&nsPA, c)
 			case selects(snap, c, labels):
 				pick(&wlPA, c)

@@ -53,6 +53,20 @@ spec:
   mtls: {mode: PERMISSIVE}
 ---
 apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: c-namespace, namespace: c}
+spec:
+  selector: {matchLabels: {}}
+  mtls: {mode: DISABLE}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: c-workload, namespace: c}
+spec:
+  selector: {matchLabels: {app: db}}
+  mtls: {mode: STRICT}
+---
+apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
 metadata: {name: root-deny, namespace: istio-system}
 spec:
@@ -156,6 +170,16 @@ func TestWorkloadSecurity(t *testing.T) {
 			mtls: encode.ServiceMTLSPermissive, ports: []portMode{{7070, encode.ServiceMTLSDisable}, {80, encode.ServiceMTLSPermissive}},
 			allow: []string{"istio-system/root-allow"}, rootDeny: []string{"istio-system/root-deny"}, deny: []string{"a/a-deny"},
 			ra: []string{"a/jwt"},
+		},
+		{
+			name: "an empty selector is the namespace's policy, a labelled one the workload's", ns: "c", labels: map[string]string{"app": "db"},
+			mtls: encode.ServiceMTLSStrict, ports: []portMode{{8080, encode.ServiceMTLSStrict}},
+			allow: []string{"istio-system/root-allow"}, rootDeny: []string{"istio-system/root-deny"},
+		},
+		{
+			name: "an empty selector applies to every workload of the namespace", ns: "c", labels: map[string]string{"app": "web"},
+			mtls: encode.ServiceMTLSDisable, ports: []portMode{{8080, encode.ServiceMTLSDisable}},
+			allow: []string{"istio-system/root-allow"}, rootDeny: []string{"istio-system/root-deny"},
 		},
 	}
 	for _, tc := range tests {
