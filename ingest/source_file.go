@@ -114,7 +114,12 @@ func (s *FileSource) Errors() []error {
 // Sync reads every file whose size, modification time or content changed
 // since the last Sync, and applies the difference as one batch. It fails
 // only when the directory itself cannot be walked.
-func (s *FileSource) Sync() (*index.ChangeSet, error) {
+func (s *FileSource) Sync() (*index.ChangeSet, error) { return s.sync(false) }
+
+// sync is Sync; quiet says no file event came for a debounce interval, so a
+// file written recently is complete (every write raises an event) and is
+// read now rather than one more interval later.
+func (s *FileSource) sync(quiet bool) (*index.ChangeSet, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recheck = false
@@ -146,7 +151,7 @@ func (s *FileSource) Sync() (*index.ChangeSet, error) {
 		if st != nil && st.size == info.Size() && st.modTime.Equal(info.ModTime()) {
 			return nil
 		}
-		if age := time.Since(info.ModTime()); s.synced.Load() && age >= 0 && age < s.opts.Debounce {
+		if age := time.Since(info.ModTime()); s.synced.Load() && !quiet && age >= 0 && age < s.opts.Debounce {
 			// Written within the debounce interval: it may still be being
 			// written. Read it once it has been quiet that long. (The first
 			// Sync reads everything: readiness means all files are in.)
@@ -346,6 +351,9 @@ func (s *FileSource) Run(ctx context.Context) error {
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	defer debounce.Stop()
+	// eventsLost is set by a watch error (a queue overflow drops events):
+	// the next debounced sync cannot trust that a recent file is complete.
+	eventsLost := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -359,17 +367,19 @@ func (s *FileSource) Run(ctx context.Context) error {
 			debounce.Reset(s.opts.Debounce)
 		case err := <-watchErrs:
 			s.log.Warn("file watch error; resyncing", "err", err)
+			eventsLost = true
 			debounce.Reset(s.opts.Debounce)
 		case <-resync:
-			s.syncAndLog(debounce)
+			s.syncAndLog(debounce, false)
 		case <-debounce.C:
-			s.syncAndLog(debounce)
+			s.syncAndLog(debounce, !eventsLost)
+			eventsLost = false
 		}
 	}
 }
 
-func (s *FileSource) syncAndLog(debounce *time.Timer) {
-	cs, err := s.Sync()
+func (s *FileSource) syncAndLog(debounce *time.Timer, quiet bool) {
+	cs, err := s.sync(quiet)
 	s.mu.Lock()
 	again := s.recheck
 	s.mu.Unlock()

@@ -260,3 +260,31 @@ func TestFileSourceMissingDir(t *testing.T) {
 		t.Fatal("Run on a missing directory succeeded")
 	}
 }
+
+// TestFileSourceQuietSyncReadsRecentFiles: a file written just now is left
+// for a later pass by a plain Sync (it may still be being written), but read
+// at once by the sync that follows a debounce interval without file events:
+// every write raises an event, so the file is complete, and the change is
+// applied in one batch instead of two debounce intervals later.
+func TestFileSourceQuietSyncReadsRecentFiles(t *testing.T) {
+	f := newSourceFixture(t)
+	f.src = NewFileSource(f.w, FileSourceOptions{Dir: f.dir, Debounce: time.Hour, Resync: -1})
+	f.sync() // the first sync reads everything; later ones honour the debounce
+	path := filepath.Join(f.dir, "reviews.yaml")
+	if err := os.WriteFile(path, []byte(testService), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.src.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if f.service("reviews.shop.svc.cluster.local", "shop") != nil {
+		t.Fatal("a plain Sync read a file written within the debounce interval")
+	}
+	cs, err := f.src.sync(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.service("reviews.shop.svc.cluster.local", "shop") == nil || len(cs.Services) != 1 {
+		t.Fatalf("the quiet sync did not apply the new file (change set %+v)", cs)
+	}
+}
