@@ -101,6 +101,15 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 		sockets[string(b)] = ts
 		return ts
 	}
+	// Every HTTP chain's HCM is composed from one marshal (gateway_hcm.go).
+	var hcmParts *gwHCMParts
+	hcmFilter := func(statPrefix, rds string) *listener.Filter {
+		if hcmParts == nil {
+			p := k.hcmParts()
+			hcmParts = &p
+		}
+		return hcmParts.filter(k, statPrefix, rds)
+	}
 	for i := range k.Servers {
 		s := &k.Servers[i]
 		srv := s.Server()
@@ -115,7 +124,7 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 			}
 			httpDone = true
 			l.FilterChains = append(l.FilterChains, &listener.FilterChain{
-				Filters: []*listener.Filter{lsHCMFilter(k.gatewayHCM("outbound_"+name, s.RouteName))},
+				Filters: []*listener.Filter{hcmFilter("outbound_"+name, s.RouteName)},
 			})
 		case p == index.ProtocolHTTPS && !IsPassthrough(srv):
 			needTLSInspector = true
@@ -126,7 +135,7 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 			l.FilterChains = append(l.FilterChains, &listener.FilterChain{
 				FilterChainMatch: sniMatch(HostsForNamespace(srv.GetHosts(), "*", "")),
 				TransportSocket:  tlsSocket(srv.GetTls()),
-				Filters:          []*listener.Filter{lsHCMFilter(k.gatewayHCM(statPrefix, s.RouteName))},
+				Filters:          []*listener.Filter{hcmFilter(statPrefix, s.RouteName)},
 			})
 		case srv.GetTls().GetMode() == networking.ServerTLSSettings_AUTO_PASSTHROUGH:
 			needTLSInspector = true
