@@ -102,14 +102,25 @@ func (k *GatewayVirtualHostKey) Name() string {
 
 // GatewayVirtualHost generates the virtual host of k: each source's HTTP
 // routes for the port, catch-all routes last (istiod's SortVHostRoutes).
+// AppendGatewayVirtualHost encodes the same virtual host directly.
 func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
-	var routes, catchAll []*route.Route
-	ports := make(map[string]uint32, len(k.Destinations))
-	for _, d := range k.Destinations {
-		if len(d.Ports) == 1 {
-			ports[k.Syms.String(d.Key.Host)] = d.Ports[0].Number
-		}
+	name := k.Name()
+	vh := &route.VirtualHost{
+		Name:                       name,
+		Domains:                    k.Hosts,
+		Routes:                     gatewayRoutes(k),
+		IncludeRequestAttemptCount: true,
 	}
+	if k.RequireTLS {
+		vh.RequireTls = route.VirtualHost_ALL
+	}
+	return name, vh
+}
+
+// gatewayRoutes translates the routes of k's virtual host.
+func gatewayRoutes(k *GatewayVirtualHostKey) []*route.Route {
+	var routes, catchAll []*route.Route
+	ports := k.onlyPorts()
 	for i := range k.Sources {
 		src := &k.Sources[i]
 		vs, _ := src.VirtualService.Spec.(*networking.VirtualService)
@@ -129,17 +140,19 @@ func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 			}
 		}
 	}
-	name := k.Name()
-	vh := &route.VirtualHost{
-		Name:                       name,
-		Domains:                    k.Hosts,
-		Routes:                     append(routes, catchAll...),
-		IncludeRequestAttemptCount: true,
+	return append(routes, catchAll...)
+}
+
+// onlyPorts maps the hostname of each destination service with one port to
+// that port.
+func (k *GatewayVirtualHostKey) onlyPorts() map[string]uint32 {
+	ports := make(map[string]uint32, len(k.Destinations))
+	for _, d := range k.Destinations {
+		if len(d.Ports) == 1 {
+			ports[k.Syms.String(d.Key.Host)] = d.Ports[0].Number
+		}
 	}
-	if k.RequireTLS {
-		vh.RequireTls = route.VirtualHost_ALL
-	}
-	return name, vh
+	return ports
 }
 
 // GatewayBlackholeVirtualHost is istiod's answer for a gateway route

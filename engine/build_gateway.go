@@ -270,6 +270,7 @@ type gwRouteKeys struct {
 	domainSuffix string
 	keys         []*encode.GatewayVirtualHostKey // sorted by virtual host name
 	hashes       []uint64                        // keys[i].Hash(), once: the keys are immutable
+	routeHashes  []uint64                        // keys[i].RoutesHash()
 	// blackhole is set when no VirtualService binds: istiod's 404 host.
 	blackhole *encode.GatewayVirtualHostKey
 	// unknown is set when no server has the name.
@@ -306,7 +307,7 @@ func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource,
 		return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
 	}
 	for i, k := range rk.keys {
-		e, err := encode.Part(b.cache, encode.KindVirtualHost, hashedVHKey{k, rk.hashes[i]}, genGatewayVirtualHost)
+		e, err := encode.PartAppend(b.cache, encode.KindVirtualHost, hashedVHKey{k, rk.hashes[i], rk.routeHashes[i]}, b.appendGatewayVirtualHost, genGatewayVirtualHost)
 		if err != nil {
 			return dst, fmt.Errorf("route %s: %w", name, err)
 		}
@@ -417,22 +418,45 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 	// smallest and sorting by it sorts by virtual host name.
 	slices.SortStableFunc(rk.keys, func(x, y *encode.GatewayVirtualHostKey) int { return cmp.Compare(x.Name(), y.Name()) })
 	rk.hashes = make([]uint64, len(rk.keys))
+	rk.routeHashes = make([]uint64, len(rk.keys))
 	for i, k := range rk.keys {
 		rk.hashes[i] = k.Hash()
+		rk.routeHashes[i] = k.RoutesHash()
 	}
 	return rk
 }
 
-// hashedVHKey is an immutable virtual host key with its hash computed once:
-// a warm build of a 1,000-host route configuration then hashes nothing but
-// the part versions.
+// hashedVHKey is an immutable virtual host key with its hash (and its
+// routes' hash) computed once: a warm build of a 1,000-host route
+// configuration then hashes nothing but the part versions.
 type hashedVHKey struct {
-	k *encode.GatewayVirtualHostKey
-	h uint64
+	k  *encode.GatewayVirtualHostKey
+	h  uint64
+	rh uint64
 }
 
 func (k hashedVHKey) Hash() uint64 { return k.h }
 
 func genGatewayVirtualHost(k hashedVHKey) (string, proto.Message) {
 	return encode.GatewayVirtualHost(k.k)
+}
+
+// appendGatewayVirtualHost encodes a virtual host around its routes,
+// translating and marshaling the routes once per build for each distinct
+// routes hash (virtual hosts of one VirtualService on several ports share
+// them). The memo lives for one build only: a cold build starts empty.
+func (b *rdsBuilder) appendGatewayVirtualHost(k hashedVHKey) (string, []byte, error) {
+	routes, ok := b.gwRoutes[k.rh]
+	if !ok {
+		var err error
+		if routes, err = encode.AppendGatewayRoutes(nil, k.k); err != nil {
+			return "", nil, err
+		}
+		if b.gwRoutes == nil {
+			b.gwRoutes = map[uint64][]byte{}
+		}
+		b.gwRoutes[k.rh] = routes
+	}
+	name, out := encode.AppendGatewayVirtualHost(nil, k.k, routes)
+	return name, out, nil
 }

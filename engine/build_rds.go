@@ -61,6 +61,9 @@ type rdsBuilder struct {
 	known   map[uint64]struct{}
 	claimed map[uint64]struct{}
 	exclude []uint64
+	// gwRoutes memoizes a router's encoded routes by routes hash within
+	// one build (build_gateway.go).
+	gwRoutes map[uint64][]byte
 }
 
 var rdsBuilders = sync.Pool{New: func() any {
@@ -72,6 +75,7 @@ func (b *rdsBuilder) release() {
 	b.keys = b.keys[:0]
 	clear(b.parts)
 	b.parts = b.parts[:0]
+	clear(b.gwRoutes)
 	b.sc, b.mesh, b.cache, b.view = nil, nil, nil, nil
 	rdsBuilders.Put(b)
 }

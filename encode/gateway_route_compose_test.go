@@ -1,0 +1,95 @@
+package encode
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/api/networking/v1alpha3"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// TestGatewayVirtualHostComposed: a gateway virtual host encoded around its
+// routes is byte for byte the marshaled GatewayVirtualHost; routes hash
+// equal on two ports only when the routes are port-free, and equal routes
+// hashes always mean equal routes bytes.
+func TestGatewayVirtualHostComposed(t *testing.T) {
+	syms := index.NewSymbols()
+	svc := func(host string, ports ...uint32) *index.Service {
+		s := &index.Service{Key: index.ServiceKey{Host: syms.Intern(host), Namespace: syms.Intern("gw")}, Hash: xxhash.Sum64String(host)}
+		for _, p := range ports {
+			s.Ports = append(s.Ports, index.Port{Number: p, Protocol: index.ProtocolHTTP})
+		}
+		return s
+	}
+	one, two := svc("one.example", 8080), svc("two.example", 80, 443)
+	tests := []struct {
+		name     string
+		http     string // the VirtualService's http routes, YAML
+		portFree bool
+	}{
+		{"one-port service", `[{match: [{uri: {prefix: /a}}], route: [{destination: {host: one.example}}]}]`, true},
+		{"explicit port", `[{route: [{destination: {host: two.example, port: {number: 80}}}], mirror: {host: one.example}}]`, true},
+		{"two-port service without a port", `[{route: [{destination: {host: two.example}}]}]`, false},
+		{"match port", `[{match: [{port: 80}], route: [{destination: {host: one.example}}]}]`, false},
+		{"redirect", `[{redirect: {uri: /b, derivePort: FROM_REQUEST_PORT}}]`, false},
+		{"weighted", `[{route: [{destination: {host: one.example}, weight: 50}, {destination: {host: two.example, port: {number: 80}}, weight: 50}]}]`, false},
+		{"direct response", `[{directResponse: {status: 404}}]`, false},
+		{"mirror without a port", `[{route: [{destination: {host: one.example}}], mirror: {host: two.example}}]`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, err := yaml.YAMLToJSON([]byte(`{hosts: [a.example], gateways: [gw/gw], http: ` + tt.http + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := &networking.VirtualService{}
+			if err := protojson.Unmarshal(j, spec); err != nil {
+				t.Fatal(err)
+			}
+			vs := &index.Config{Kind: index.ConfigVirtualService, Key: index.ConfigKey{Namespace: syms.Intern("gw"), Name: syms.Intern("vs")},
+				Spec: spec, Hash: xxhash.Sum64(j)}
+			key := func(port uint32, requireTLS bool) *GatewayVirtualHostKey {
+				return &GatewayVirtualHostKey{Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: port,
+					Hosts: []string{"a.example", "b.example"}, Sources: []GatewayRouteSource{{Gateway: "gw/gw", VirtualService: vs}},
+					RequireTLS: requireTLS, Destinations: []*index.Service{one, two}}
+			}
+			k80, k443 := key(80, false), key(443, true)
+			if free := k80.RoutesHash() == k443.RoutesHash(); free != tt.portFree {
+				t.Fatalf("routes hash equal on 80 and 443: %v, want %v", free, tt.portFree)
+			}
+			r80, err := AppendGatewayRoutes(nil, k80)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r443, err := AppendGatewayRoutes(nil, k443)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.portFree && !bytes.Equal(r80, r443) {
+				t.Fatal("port-free routes differ between ports")
+			}
+			for _, c := range []struct {
+				k      *GatewayVirtualHostKey
+				routes []byte
+			}{{k80, r80}, {k443, r443}} {
+				wantName, msg := GatewayVirtualHost(c.k)
+				want, err := marshalBare(msg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name, got := AppendGatewayVirtualHost(nil, c.k, c.routes)
+				if name != wantName || !bytes.Equal(got, want) {
+					t.Errorf("port %d: composed virtual host %q differs from the marshaled one %q", c.k.Port, name, wantName)
+				}
+				if !proto.Equal(barePayload(got, GatewayVirtualHost, c.k), msg) {
+					t.Errorf("port %d: composed virtual host decodes to another message", c.k.Port)
+				}
+			}
+		})
+	}
+}
