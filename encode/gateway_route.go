@@ -65,8 +65,7 @@ func (k *GatewayVirtualHostKey) Hash() uint64 {
 // routes are for and the ports of the services they name.
 type gwRoute struct {
 	gateway string
-	// ports maps a destination hostname to its service's only port.
-	ports map[string]uint32
+	ports   *onlyPorts
 }
 
 // matches is istiod's gateway-side match predicate: a match naming
@@ -88,8 +87,45 @@ func (g *gwRoute) onlyPort(host string) (uint32, bool) {
 	if g == nil {
 		return 0, false
 	}
-	p, ok := g.ports[host]
-	return p, ok
+	return g.ports.get(host)
+}
+
+// onlyPorts finds the port of a destination service that has exactly one
+// (a destination without a port goes to it): a linear search over a few
+// services, a map over many (a virtual host of a thousand VirtualServices
+// would otherwise search its thousand services for each route).
+type onlyPorts struct {
+	syms  *index.Symbols
+	dests []*index.Service
+	m     map[string]uint32
+}
+
+func newOnlyPorts(syms *index.Symbols, dests []*index.Service) *onlyPorts {
+	p := &onlyPorts{syms: syms, dests: dests}
+	if len(dests) > 8 {
+		p.m = make(map[string]uint32, len(dests))
+		for _, d := range dests {
+			if len(d.Ports) == 1 {
+				p.m[syms.String(d.Key.Host)] = d.Ports[0].Number
+			}
+		}
+	}
+	return p
+}
+
+// get returns the only port of the service named host; of two such
+// services the last counts.
+func (p *onlyPorts) get(host string) (uint32, bool) {
+	if p.m != nil {
+		port, ok := p.m[host]
+		return port, ok
+	}
+	for i := len(p.dests) - 1; i >= 0; i-- {
+		if d := p.dests[i]; len(d.Ports) == 1 && p.syms.String(d.Key.Host) == host {
+			return d.Ports[0].Number, true
+		}
+	}
+	return 0, false
 }
 
 // Name is istiod's virtual host name, "HOST:PORT" of the first host.
@@ -105,10 +141,11 @@ func (k *GatewayVirtualHostKey) Name() string {
 // AppendGatewayVirtualHost encodes the same virtual host directly.
 func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 	name := k.Name()
+	routes, _ := gatewayRoutes(k, false)
 	vh := &route.VirtualHost{
 		Name:                       name,
 		Domains:                    k.Hosts,
-		Routes:                     gatewayRoutes(k),
+		Routes:                     routes,
 		IncludeRequestAttemptCount: true,
 	}
 	if k.RequireTLS {
@@ -117,42 +154,35 @@ func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 	return name, vh
 }
 
-// gatewayRoutes translates the routes of k's virtual host.
-func gatewayRoutes(k *GatewayVirtualHostKey) []*route.Route {
-	var routes, catchAll []*route.Route
-	ports := k.onlyPorts()
+// gatewayRoutes translates the routes of k's virtual host. With omitMeta
+// the routes carry no metadata and src[i] is the index in k.Sources of
+// route i's VirtualService, whose metadata the caller encodes.
+func gatewayRoutes(k *GatewayVirtualHostKey, omitMeta bool) (routes []*route.Route, src []int) {
+	var catchAll []*route.Route
+	var catchAllSrc []int
+	ports := newOnlyPorts(k.Syms, k.Destinations)
 	for i := range k.Sources {
-		src := &k.Sources[i]
-		vs, _ := src.VirtualService.Spec.(*networking.VirtualService)
+		s := &k.Sources[i]
+		vs, _ := s.VirtualService.Spec.(*networking.VirtualService)
 		if vs == nil {
 			continue
 		}
 		vk := &VirtualHostKey{
 			Syms: k.Syms, Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix,
-			Port: k.Port, VirtualService: src.VirtualService,
+			Port: k.Port, VirtualService: s.VirtualService,
 		}
-		rc := routeCtx{k: vk, vs: vs, gw: &gwRoute{gateway: src.Gateway, ports: ports}}
+		rc := routeCtx{k: vk, vs: vs, gw: &gwRoute{gateway: s.Gateway, ports: ports}, omitMeta: omitMeta}
 		for _, r := range rc.virtualServiceRoutes() {
 			if rtIsCatchAll(r) {
 				catchAll = append(catchAll, r)
+				catchAllSrc = append(catchAllSrc, i)
 			} else {
 				routes = append(routes, r)
+				src = append(src, i)
 			}
 		}
 	}
-	return append(routes, catchAll...)
-}
-
-// onlyPorts maps the hostname of each destination service with one port to
-// that port.
-func (k *GatewayVirtualHostKey) onlyPorts() map[string]uint32 {
-	ports := make(map[string]uint32, len(k.Destinations))
-	for _, d := range k.Destinations {
-		if len(d.Ports) == 1 {
-			ports[k.Syms.String(d.Key.Host)] = d.Ports[0].Number
-		}
-	}
-	return ports
+	return append(routes, catchAll...), append(src, catchAllSrc...)
 }
 
 // GatewayBlackholeVirtualHost is istiod's answer for a gateway route

@@ -1,6 +1,8 @@
 package encode
 
 import (
+	"slices"
+
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -55,7 +57,7 @@ func (k *GatewayVirtualHostKey) routesPortFree() bool {
 			return false
 		}
 	}
-	var ports map[string]uint32
+	ports := newOnlyPorts(k.Syms, k.Destinations)
 	destFree := func(d *networking.Destination, vsNS string) bool {
 		if d.GetHost() == "" {
 			return false
@@ -63,10 +65,7 @@ func (k *GatewayVirtualHostKey) routesPortFree() bool {
 		if d.GetPort() != nil {
 			return true
 		}
-		if ports == nil {
-			ports = k.onlyPorts()
-		}
-		_, ok := ports[rtResolveHost(d.GetHost(), vsNS, k.DomainSuffix)]
+		_, ok := ports.get(rtResolveHost(d.GetHost(), vsNS, k.DomainSuffix))
 		return ok
 	}
 	for i := range k.Sources {
@@ -105,13 +104,128 @@ func (k *GatewayVirtualHostKey) routesPortFree() bool {
 }
 
 // AppendGatewayRoutes appends the encoding of k's routes as the routes
-// field of a VirtualHost (each route tagged and length-prefixed).
+// field of a VirtualHost (each route tagged and length-prefixed). Routes are
+// translated without their metadata, which is encoded once per
+// VirtualService and spliced into each route at its field's place.
 func AppendGatewayRoutes(dst []byte, k *GatewayVirtualHostKey) ([]byte, error) {
-	vh := &route.VirtualHost{Routes: gatewayRoutes(k)}
-	if vt, ok := any(vh).(vtMarshaler); ok {
-		return marshalVT(dst, vt, vh)
+	routes, src := gatewayRoutes(k, true)
+	var one [1][]byte // each source's metadata field, encoded on first use
+	metas := one[:]
+	if len(k.Sources) > 1 {
+		metas = make([][]byte, len(k.Sources))
 	}
-	return proto.MarshalOptions{Deterministic: true}.MarshalAppend(dst, vh)
+	sizes := make([]int, len(routes))
+	total := 0
+	for i, r := range routes {
+		md := metas[src[i]]
+		if md == nil {
+			c := k.Sources[src[i]].VirtualService
+			md = appendRouteMetadataField(nil, k.Syms.String(c.Key.Namespace), k.Syms.String(c.Key.Name))
+			metas[src[i]] = md
+		}
+		sizes[i] = routeSize(r)
+		total += protowire.SizeTag(gwVHRoutes) + protowire.SizeBytes(sizes[i]+len(md))
+	}
+	dst = slices.Grow(dst, total)
+	var err error
+	for i, r := range routes {
+		if dst, err = appendRouteWithMetadata(dst, r, sizes[i], metas[src[i]]); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
+// Route and Metadata field numbers.
+const (
+	gwVHRoutes            protowire.Number = 3
+	routeMetadata         protowire.Number = 4
+	mdFilterMetadata      protowire.Number = 1
+	structFields          protowire.Number = 1
+	mapKey                protowire.Number = 1
+	mapValue              protowire.Number = 2
+	valueStringValue      protowire.Number = 3
+	rtConfigMetadataKey                    = "istio"
+	rtConfigMetadataField                  = "config"
+)
+
+// appendRouteMetadataField appends Route.metadata holding
+// rtConfigMetadata("virtual-service", ns, name): tag, length and the
+// message, each map of one entry written key then value.
+func appendRouteMetadataField(dst []byte, ns, name string) []byte {
+	path := rtConfigPath("virtual-service", ns, name)
+	value := protowire.SizeTag(valueStringValue) + protowire.SizeBytes(len(path))
+	field := protowire.SizeTag(mapKey) + protowire.SizeBytes(len(rtConfigMetadataField)) + protowire.SizeTag(mapValue) + protowire.SizeBytes(value)
+	strct := protowire.SizeTag(structFields) + protowire.SizeBytes(field)
+	entry := protowire.SizeTag(mapKey) + protowire.SizeBytes(len(rtConfigMetadataKey)) + protowire.SizeTag(mapValue) + protowire.SizeBytes(strct)
+	md := protowire.SizeTag(mdFilterMetadata) + protowire.SizeBytes(entry)
+	dst = protowire.AppendTag(dst, routeMetadata, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(md))
+	dst = protowire.AppendTag(dst, mdFilterMetadata, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(entry))
+	dst = protowire.AppendTag(dst, mapKey, protowire.BytesType)
+	dst = protowire.AppendString(dst, rtConfigMetadataKey)
+	dst = protowire.AppendTag(dst, mapValue, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(strct))
+	dst = protowire.AppendTag(dst, structFields, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(field))
+	dst = protowire.AppendTag(dst, mapKey, protowire.BytesType)
+	dst = protowire.AppendString(dst, rtConfigMetadataField)
+	dst = protowire.AppendTag(dst, mapValue, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(value))
+	dst = protowire.AppendTag(dst, valueStringValue, protowire.BytesType)
+	return protowire.AppendString(dst, path)
+}
+
+// appendRouteWithMetadata appends r (which has no metadata, and encodes in
+// size bytes) as a routes
+// field with the encoded metadata field md inserted before r's first field
+// numbered above it: the fields before it are the match and the action, the
+// decorator (always set) follows, so the result is the encoding of r with
+// its metadata in either marshaler's field order.
+func appendRouteWithMetadata(dst []byte, r *route.Route, size int, md []byte) ([]byte, error) {
+	dst = protowire.AppendTag(dst, gwVHRoutes, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(size+len(md)))
+	start := len(dst)
+	dst = slices.Grow(dst, size+len(md))
+	var err error
+	if vt, ok := any(r).(vtMarshaler); ok {
+		dst = dst[:start+size]
+		_, err = vt.MarshalToSizedBufferVTStrict(dst[start:])
+	} else {
+		dst, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend(dst, r)
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	at := len(dst)
+	for i := start; i < len(dst); {
+		num, typ, n := protowire.ConsumeTag(dst[i:])
+		if n < 0 {
+			return dst, protowire.ParseError(n)
+		}
+		if num > routeMetadata {
+			at = i
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, dst[i+n:])
+		if m < 0 {
+			return dst, protowire.ParseError(m)
+		}
+		i += n + m
+	}
+	dst = append(dst, md...)
+	copy(dst[at+len(md):], dst[at:len(dst)-len(md)])
+	copy(dst[at:], md)
+	return dst, nil
+}
+
+// routeSize is the size of r's encoding.
+func routeSize(r *route.Route) int {
+	if vt, ok := any(r).(vtMarshaler); ok {
+		return vt.SizeVT()
+	}
+	return proto.MarshalOptions{Deterministic: true}.Size(r)
 }
 
 // AppendGatewayVirtualHost appends the encoding of GatewayVirtualHost(k)

@@ -41,6 +41,22 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 		{"direct response", `[{directResponse: {status: 404}}]`, false},
 		{"mirror without a port", `[{route: [{destination: {host: one.example}}], mirror: {host: two.example}}]`, false},
 	}
+	var all []GatewayRouteSource
+	check := func(t *testing.T, k *GatewayVirtualHostKey, routes []byte) {
+		t.Helper()
+		wantName, msg := GatewayVirtualHost(k)
+		want, err := marshalBare(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, got := AppendGatewayVirtualHost(nil, k, routes)
+		if name != wantName || !bytes.Equal(got, want) {
+			t.Errorf("port %d: composed virtual host %q differs from the marshaled one %q", k.Port, name, wantName)
+		}
+		if !proto.Equal(barePayload(got, GatewayVirtualHost, k), msg) {
+			t.Errorf("port %d: composed virtual host decodes to another message", k.Port)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j, err := yaml.YAMLToJSON([]byte(`{hosts: [a.example], gateways: [gw/gw], http: ` + tt.http + `}`))
@@ -51,8 +67,9 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 			if err := protojson.Unmarshal(j, spec); err != nil {
 				t.Fatal(err)
 			}
-			vs := &index.Config{Kind: index.ConfigVirtualService, Key: index.ConfigKey{Namespace: syms.Intern("gw"), Name: syms.Intern("vs")},
+			vs := &index.Config{Kind: index.ConfigVirtualService, Key: index.ConfigKey{Namespace: syms.Intern("gw"), Name: syms.Intern("vs-" + tt.name)},
 				Spec: spec, Hash: xxhash.Sum64(j)}
+			all = append(all, GatewayRouteSource{Gateway: "gw/gw", VirtualService: vs})
 			key := func(port uint32, requireTLS bool) *GatewayVirtualHostKey {
 				return &GatewayVirtualHostKey{Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: port,
 					Hosts: []string{"a.example", "b.example"}, Sources: []GatewayRouteSource{{Gateway: "gw/gw", VirtualService: vs}},
@@ -73,23 +90,17 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 			if tt.portFree && !bytes.Equal(r80, r443) {
 				t.Fatal("port-free routes differ between ports")
 			}
-			for _, c := range []struct {
-				k      *GatewayVirtualHostKey
-				routes []byte
-			}{{k80, r80}, {k443, r443}} {
-				wantName, msg := GatewayVirtualHost(c.k)
-				want, err := marshalBare(msg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				name, got := AppendGatewayVirtualHost(nil, c.k, c.routes)
-				if name != wantName || !bytes.Equal(got, want) {
-					t.Errorf("port %d: composed virtual host %q differs from the marshaled one %q", c.k.Port, name, wantName)
-				}
-				if !proto.Equal(barePayload(got, GatewayVirtualHost, c.k), msg) {
-					t.Errorf("port %d: composed virtual host decodes to another message", c.k.Port)
-				}
-			}
+			check(t, k80, r80)
+			check(t, k443, r443)
 		})
 	}
+	t.Run("every source in one virtual host", func(t *testing.T) {
+		k := &GatewayVirtualHostKey{Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 80,
+			Hosts: []string{"a.example"}, Sources: all, Destinations: []*index.Service{one, two}}
+		routes, err := AppendGatewayRoutes(nil, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, k, routes)
+	})
 }

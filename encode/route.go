@@ -51,6 +51,9 @@ type routeCtx struct {
 	meta *core.Metadata
 	// gw is set when translating for a gateway (gateway_route.go).
 	gw *gwRoute
+	// omitMeta leaves out the routes' metadata: the gateway encoder writes
+	// it (gateway_route_compose.go).
+	omitMeta bool
 }
 
 // virtualServiceRoutes is istiod's BuildHTTPRoutesForVirtualService for a
@@ -126,9 +129,11 @@ func (rc *routeCtx) translate(in *networking.HTTPRoute, m *networking.HTTPMatchR
 		name = name + "." + m.GetName()
 	}
 	out := &route.Route{
-		Name:     name,
-		Match:    rtTranslateMatch(m),
-		Metadata: rc.metadata(),
+		Name:  name,
+		Match: rtTranslateMatch(m),
+	}
+	if !rc.omitMeta {
+		out.Metadata = rc.metadata()
 	}
 	if m.GetStatPrefix() != "" {
 		out.StatPrefix = m.GetStatPrefix()
@@ -303,10 +308,15 @@ func (rc *routeCtx) metadata() *core.Metadata {
 // rtConfigMetadata is istiod's BuildConfigInfoMetadata. The API version is
 // always v1: pilotfish does not keep the version a manifest was written in.
 func rtConfigMetadata(kebabKind, ns, name string) *core.Metadata {
-	path := "/apis/networking.istio.io/v1/namespaces/" + ns + "/" + kebabKind + "/" + name
+	path := rtConfigPath(kebabKind, ns, name)
 	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{
 		"istio": {Fields: map[string]*structpb.Value{"config": structpb.NewStringValue(path)}},
 	}}
+}
+
+// rtConfigPath is the config path rtConfigMetadata holds.
+func rtConfigPath(kebabKind, ns, name string) string {
+	return "/apis/networking.istio.io/v1/namespaces/" + ns + "/" + kebabKind + "/" + name
 }
 
 // operation is istiod's GetRouteOperation: "host:port/path" for a single
