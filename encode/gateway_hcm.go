@@ -85,8 +85,7 @@ func (k *GatewayListenerKey) hcmParts() gwHCMParts {
 // RDS route name rds (non-empty).
 func (p *gwHCMParts) appendHCM(dst []byte, statPrefix, rds string) []byte {
 	ads := adsConfigSourceBytes()
-	rdsLen := protowire.SizeTag(rdsConfigSource) + protowire.SizeBytes(len(ads)) +
-		protowire.SizeTag(rdsRouteConfigName) + protowire.SizeBytes(len(rds))
+	rdsLen := rdsSize(rds)
 	dst = append(dst, p.head...)
 	if statPrefix != "" {
 		dst = protowire.AppendTag(dst, hcmStatPrefix, protowire.BytesType)
@@ -101,6 +100,21 @@ func (p *gwHCMParts) appendHCM(dst []byte, statPrefix, rds string) []byte {
 	return protowire.AppendString(dst, rds)
 }
 
+// hcmSize is the size of appendHCM's encoding.
+func (p *gwHCMParts) hcmSize(statPrefix, rds string) int {
+	n := len(p.head) + len(p.tail) + protowire.SizeTag(hcmRds) + protowire.SizeBytes(rdsSize(rds))
+	if statPrefix != "" {
+		n += protowire.SizeTag(hcmStatPrefix) + protowire.SizeBytes(len(statPrefix))
+	}
+	return n
+}
+
+// rdsSize is the size of the Rds message naming route configuration rds.
+func rdsSize(rds string) int {
+	return protowire.SizeTag(rdsConfigSource) + protowire.SizeBytes(len(adsConfigSourceBytes())) +
+		protowire.SizeTag(rdsRouteConfigName) + protowire.SizeBytes(len(rds))
+}
+
 // filter is the HCM network filter for one server: the same message
 // lsHCMFilter(k.gatewayHCM(statPrefix, rds)) gives, without building and
 // marshaling it.
@@ -108,7 +122,6 @@ func (p *gwHCMParts) filter(k *GatewayListenerKey, statPrefix, rds string) *list
 	if rds == "" || !p.ok {
 		return lsHCMFilter(k.gatewayHCM(statPrefix, rds)) // an inline route configuration, or not composable
 	}
-	n := len(p.head) + len(p.tail) + len(statPrefix) + len(rds) + len(adsConfigSourceBytes()) + 32
-	b := p.appendHCM(make([]byte, 0, n), statPrefix, rds)
+	b := p.appendHCM(make([]byte, 0, p.hcmSize(statPrefix, rds)), statPrefix, rds)
 	return &listener.Filter{Name: hcmFilterName, ConfigType: &listener.Filter_TypedConfig{TypedConfig: &anypb.Any{TypeUrl: hcmTypeURL, Value: b}}}
 }

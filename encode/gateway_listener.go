@@ -78,14 +78,57 @@ var (
 // buildGatewayListeners): one HTTP filter chain for plain HTTP servers,
 // one TLS-terminating chain per HTTPS server matched by SNI, TCP proxies for
 // TCP servers and for the tls routes of PASSTHROUGH servers, and one chain
-// per service port for AUTO_PASSTHROUGH.
+// per service port for AUTO_PASSTHROUGH. AppendGatewayListener encodes the
+// same listener directly.
 func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
+	name, l, chains, parts := gatewayListener(k)
+	for i := range chains {
+		l.FilterChains = append(l.FilterChains, chains[i].filterChain(k, parts))
+	}
+	return name, l
+}
+
+// gwChain is one filter chain of a gateway listener: built (fc), or an
+// HTTP connection manager chain (http) that AppendGatewayListener encodes
+// without building it.
+type gwChain struct {
+	fc   *listener.FilterChain
+	http *gwHTTPChain
+}
+
+// gwHTTPChain is a chain of one HTTP connection manager: matched by SNI
+// server names (none: no match) and terminating TLS with socket (nil: no
+// TLS).
+type gwHTTPChain struct {
+	names           []string
+	socket          *core.TransportSocket
+	statPrefix, rds string
+}
+
+// filterChain returns c as a message.
+func (c *gwChain) filterChain(k *GatewayListenerKey, parts *gwHCMParts) *listener.FilterChain {
+	if c.fc != nil {
+		return c.fc
+	}
+	h := c.http
+	fc := &listener.FilterChain{TransportSocket: h.socket, Filters: []*listener.Filter{parts.filter(k, h.statPrefix, h.rds)}}
+	if len(h.names) > 0 {
+		fc.FilterChainMatch = &listener.FilterChainMatch{ServerNames: h.names}
+	}
+	return fc
+}
+
+// gatewayListener returns k's listener without its filter chains, and the
+// chains; no chain (name "") means no listener: nothing to serve on the
+// port.
+func gatewayListener(k *GatewayListenerKey) (string, *listener.Listener, []gwChain, *gwHCMParts) {
 	name := k.Name()
 	l := &listener.Listener{
 		Name:             name,
 		Address:          lsAddress(k.bind(), k.Port),
 		TrafficDirection: core.TrafficDirection_OUTBOUND,
 	}
+	var chains []gwChain
 	httpDone := false
 	needTLSInspector := false
 	// Servers with equal TLS settings share one transport socket (one Any
@@ -102,13 +145,16 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 		return ts
 	}
 	// Every HTTP chain's HCM is composed from one marshal (gateway_hcm.go).
-	var hcmParts *gwHCMParts
-	hcmFilter := func(statPrefix, rds string) *listener.Filter {
-		if hcmParts == nil {
+	var parts *gwHCMParts
+	httpChain := func(h *gwHTTPChain) gwChain {
+		if parts == nil {
 			p := k.hcmParts()
-			hcmParts = &p
+			parts = &p
 		}
-		return hcmParts.filter(k, statPrefix, rds)
+		if !parts.ok || h.rds == "" {
+			return gwChain{fc: (&gwChain{http: h}).filterChain(k, parts)}
+		}
+		return gwChain{http: h}
 	}
 	for i := range k.Servers {
 		s := &k.Servers[i]
@@ -123,26 +169,29 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 				continue // all plain HTTP servers of a port share http.PORT
 			}
 			httpDone = true
-			l.FilterChains = append(l.FilterChains, &listener.FilterChain{
-				Filters: []*listener.Filter{hcmFilter("outbound_"+name, s.RouteName)},
-			})
+			chains = append(chains, httpChain(&gwHTTPChain{statPrefix: "outbound_" + name, rds: s.RouteName}))
 		case p == index.ProtocolHTTPS && !IsPassthrough(srv):
 			needTLSInspector = true
 			statPrefix := srv.GetName()
 			if statPrefix == "" {
 				statPrefix = "outbound_" + name
 			}
-			l.FilterChains = append(l.FilterChains, &listener.FilterChain{
-				FilterChainMatch: sniMatch(HostsForNamespace(srv.GetHosts(), "*", "")),
-				TransportSocket:  tlsSocket(srv.GetTls()),
-				Filters:          []*listener.Filter{hcmFilter(statPrefix, s.RouteName)},
-			})
+			chains = append(chains, httpChain(&gwHTTPChain{
+				names:      sniNames(HostsForNamespace(srv.GetHosts(), "*", "")),
+				socket:     tlsSocket(srv.GetTls()),
+				statPrefix: statPrefix,
+				rds:        s.RouteName,
+			}))
 		case srv.GetTls().GetMode() == networking.ServerTLSSettings_AUTO_PASSTHROUGH:
 			needTLSInspector = true
-			l.FilterChains = append(l.FilterChains, k.autoPassthroughChains(s)...)
+			for _, fc := range k.autoPassthroughChains(s) {
+				chains = append(chains, gwChain{fc: fc})
+			}
 		case IsPassthrough(srv):
 			needTLSInspector = true
-			l.FilterChains = append(l.FilterChains, k.passthroughChains(s, srv)...)
+			for _, fc := range k.passthroughChains(s, srv) {
+				chains = append(chains, gwChain{fc: fc})
+			}
 		default: // TCP, or TLS terminated then forwarded as TCP
 			f := k.tcpRouteFilter(s, srv)
 			if f == nil {
@@ -154,32 +203,37 @@ func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
 				fc.FilterChainMatch = sniMatch(HostsForNamespace(srv.GetHosts(), "*", ""))
 				fc.TransportSocket = tlsSocket(srv.GetTls())
 			}
-			l.FilterChains = append(l.FilterChains, fc)
+			chains = append(chains, gwChain{fc: fc})
 		}
 	}
-	if len(l.FilterChains) == 0 {
-		return "", l // nothing to serve on this port: no listener
+	if len(chains) == 0 {
+		return "", l, nil, parts // nothing to serve on this port: no listener
 	}
 	if needTLSInspector {
 		l.ListenerFilters = []*listener.ListenerFilter{lfTLSInspector}
 	}
-	return name, l
+	return name, l, chains, parts
 }
 
 // sniMatch matches the server's hosts by SNI; "*" matches anything (no
 // server_names).
 func sniMatch(hosts []string) *listener.FilterChainMatch {
-	var names []string
-	for _, h := range hosts {
-		if h == "*" {
-			return nil
-		}
-		names = append(names, h)
-	}
+	names := sniNames(hosts)
 	if len(names) == 0 {
 		return nil
 	}
 	return &listener.FilterChainMatch{ServerNames: names}
+}
+
+// sniNames are the server names an SNI match lists: none when a host is
+// "*".
+func sniNames(hosts []string) []string {
+	for _, h := range hosts {
+		if h == "*" {
+			return nil
+		}
+	}
+	return hosts
 }
 
 // gatewayHCM is istiod's buildGatewayConnectionManager: the client's

@@ -236,7 +236,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
 		}
-		e, err := encode.Resource(cache, encode.KindListener, encode.ListenerType, k, encode.GatewayListener)
+		e, err := encode.ResourceAppend(cache, encode.KindListener, encode.ListenerType, k, encode.AppendGatewayListener, encode.GatewayListener)
 		if err != nil {
 			return dst, fmt.Errorf("listener: %w", err)
 		}
