@@ -160,18 +160,18 @@ func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 func gatewayRoutes(k *GatewayVirtualHostKey, omitMeta bool) (routes []*route.Route, src []int) {
 	var catchAll []*route.Route
 	var catchAllSrc []int
-	ports := newOnlyPorts(k.Syms, k.Destinations)
+	// One key and gateway side serve every source: routes keep no
+	// reference to them.
+	vk := &VirtualHostKey{Syms: k.Syms, Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: k.Port}
+	gw := &gwRoute{ports: newOnlyPorts(k.Syms, k.Destinations)}
 	for i := range k.Sources {
 		s := &k.Sources[i]
 		vs, _ := s.VirtualService.Spec.(*networking.VirtualService)
 		if vs == nil {
 			continue
 		}
-		vk := &VirtualHostKey{
-			Syms: k.Syms, Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix,
-			Port: k.Port, VirtualService: s.VirtualService,
-		}
-		rc := routeCtx{k: vk, vs: vs, gw: &gwRoute{gateway: s.Gateway, ports: ports}, omitMeta: omitMeta}
+		vk.VirtualService, gw.gateway = s.VirtualService, s.Gateway
+		rc := routeCtx{k: vk, vs: vs, gw: gw, omitMeta: omitMeta}
 		for _, r := range rc.virtualServiceRoutes() {
 			if rtIsCatchAll(r) {
 				catchAll = append(catchAll, r)

@@ -108,32 +108,77 @@ func (k *GatewayVirtualHostKey) routesPortFree() bool {
 // translated without their metadata, which is encoded once per
 // VirtualService and spliced into each route at its field's place.
 func AppendGatewayRoutes(dst []byte, k *GatewayVirtualHostKey) ([]byte, error) {
-	routes, src := gatewayRoutes(k, true)
-	var one [1][]byte // each source's metadata field, encoded on first use
-	metas := one[:]
+	p := planGatewayRoutes(k)
+	return p.append(slices.Grow(dst, p.total))
+}
+
+// gwRoutesPlan is a virtual host's routes translated and sized.
+type gwRoutesPlan struct {
+	routes []*route.Route
+	src    []int    // index in the key's sources of each route's VirtualService
+	metas  [][]byte // each source's metadata field (more than one source)
+	meta0  []byte   // the one source's
+	sizes  []int    // each route's size without its metadata
+	total  int      // the encoding's size
+}
+
+func planGatewayRoutes(k *GatewayVirtualHostKey) gwRoutesPlan {
+	var p gwRoutesPlan
+	p.routes, p.src = gatewayRoutes(k, true)
 	if len(k.Sources) > 1 {
-		metas = make([][]byte, len(k.Sources))
+		p.metas = make([][]byte, len(k.Sources))
 	}
-	sizes := make([]int, len(routes))
-	total := 0
-	for i, r := range routes {
-		md := metas[src[i]]
+	p.sizes = make([]int, len(p.routes))
+	for i, r := range p.routes {
+		md := p.meta(p.src[i])
 		if md == nil {
-			c := k.Sources[src[i]].VirtualService
+			c := k.Sources[p.src[i]].VirtualService
 			md = appendRouteMetadataField(nil, k.Syms.String(c.Key.Namespace), k.Syms.String(c.Key.Name))
-			metas[src[i]] = md
+			if p.metas != nil {
+				p.metas[p.src[i]] = md
+			} else {
+				p.meta0 = md
+			}
 		}
-		sizes[i] = routeSize(r)
-		total += protowire.SizeTag(gwVHRoutes) + protowire.SizeBytes(sizes[i]+len(md))
+		p.sizes[i] = routeSize(r)
+		p.total += protowire.SizeTag(gwVHRoutes) + protowire.SizeBytes(p.sizes[i]+len(md))
 	}
-	dst = slices.Grow(dst, total)
+	return p
+}
+
+// meta returns source i's metadata field (nil until encoded).
+func (p *gwRoutesPlan) meta(i int) []byte {
+	if p.metas != nil {
+		return p.metas[i]
+	}
+	return p.meta0
+}
+
+func (p *gwRoutesPlan) append(dst []byte) ([]byte, error) {
 	var err error
-	for i, r := range routes {
-		if dst, err = appendRouteWithMetadata(dst, r, sizes[i], metas[src[i]]); err != nil {
+	for i, r := range p.routes {
+		if dst, err = appendRouteWithMetadata(dst, r, p.sizes[i], p.meta(p.src[i])); err != nil {
 			return dst, err
 		}
 	}
 	return dst, nil
+}
+
+// EncodeGatewayVirtualHost encodes GatewayVirtualHost(k), translating its
+// routes, and returns the routes' encoding within it too, for the virtual
+// hosts with k's RoutesHash (AppendGatewayVirtualHost): the routes are
+// written once, into the first virtual host that has them.
+func EncodeGatewayVirtualHost(k *GatewayVirtualHostKey) (name string, b, routes []byte, err error) {
+	p := planGatewayRoutes(k)
+	name = k.Name()
+	b = make([]byte, 0, vhSize(k, name, p.total))
+	b = appendVHHead(b, k, name)
+	start := len(b)
+	if b, err = p.append(b); err != nil {
+		return name, nil, nil, err
+	}
+	routes = b[start:len(b):len(b)]
+	return name, appendVHTail(b, k), routes, nil
 }
 
 // Route and Metadata field numbers.
@@ -229,17 +274,29 @@ func routeSize(r *route.Route) int {
 }
 
 // AppendGatewayVirtualHost appends the encoding of GatewayVirtualHost(k)
-// given its encoded routes (AppendGatewayRoutes of a key with k's
-// RoutesHash).
+// given its encoded routes (those of a key with k's RoutesHash).
 func AppendGatewayVirtualHost(dst []byte, k *GatewayVirtualHostKey, routes []byte) (string, []byte) {
 	name := k.Name()
-	n := protowire.SizeTag(vhName) + protowire.SizeBytes(len(name)) + len(routes) + 4
+	if dst == nil {
+		dst = make([]byte, 0, vhSize(k, name, len(routes)))
+	}
+	dst = appendVHHead(dst, k, name)
+	dst = append(dst, routes...)
+	return name, appendVHTail(dst, k)
+}
+
+// vhSize bounds the size of a gateway virtual host with routes of size
+// routes.
+func vhSize(k *GatewayVirtualHostKey, name string, routes int) int {
+	n := protowire.SizeTag(vhName) + protowire.SizeBytes(len(name)) + routes + 4
 	for _, d := range k.Hosts {
 		n += protowire.SizeTag(vhDomains) + protowire.SizeBytes(len(d))
 	}
-	if dst == nil {
-		dst = make([]byte, 0, n)
-	}
+	return n
+}
+
+// appendVHHead appends the fields before routes: name and domains.
+func appendVHHead(dst []byte, k *GatewayVirtualHostKey, name string) []byte {
 	if name != "" {
 		dst = protowire.AppendTag(dst, vhName, protowire.BytesType)
 		dst = protowire.AppendString(dst, name)
@@ -248,11 +305,16 @@ func AppendGatewayVirtualHost(dst []byte, k *GatewayVirtualHostKey, routes []byt
 		dst = protowire.AppendTag(dst, vhDomains, protowire.BytesType)
 		dst = protowire.AppendString(dst, d)
 	}
-	dst = append(dst, routes...)
+	return dst
+}
+
+// appendVHTail appends the fields after routes: require_tls and
+// include_request_attempt_count.
+func appendVHTail(dst []byte, k *GatewayVirtualHostKey) []byte {
 	if k.RequireTLS {
 		dst = protowire.AppendTag(dst, vhRequireTLS, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, uint64(route.VirtualHost_ALL))
 	}
 	dst = protowire.AppendTag(dst, vhIncludeRequestAttemptCount, protowire.VarintType)
-	return name, protowire.AppendVarint(dst, 1)
+	return protowire.AppendVarint(dst, 1)
 }

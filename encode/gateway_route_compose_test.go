@@ -56,6 +56,16 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 		if !proto.Equal(barePayload(got, GatewayVirtualHost, k), msg) {
 			t.Errorf("port %d: composed virtual host decodes to another message", k.Port)
 		}
+		name, got, own, err := EncodeGatewayVirtualHost(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name != wantName || !bytes.Equal(got, want) {
+			t.Errorf("port %d: encoded virtual host %q differs from the marshaled one %q", k.Port, name, wantName)
+		}
+		if !bytes.Equal(own, routes) {
+			t.Errorf("port %d: EncodeGatewayVirtualHost's routes differ from AppendGatewayRoutes'", k.Port)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -331,11 +331,12 @@ func (rc *routeCtx) operation(r *route.Route) string {
 	case *route.RouteMatch_SafeRegex:
 		path = ps.SafeRegex.GetRegex()
 	}
-	if c := r.GetRoute().GetCluster(); strings.HasPrefix(c, "outbound|") {
+	if c, ok := strings.CutPrefix(r.GetRoute().GetCluster(), "outbound|"); ok {
 		// outbound|PORT|SUBSET|HOST
-		parts := strings.SplitN(c, "|", 4)
-		if len(parts) == 4 {
-			return parts[3] + ":" + parts[1] + path
+		if port, rest, ok := strings.Cut(c, "|"); ok {
+			if _, host, ok := strings.Cut(rest, "|"); ok {
+				return host + ":" + port + path
+			}
 		}
 	}
 	return rc.k.Syms.String(rc.k.VirtualService.Key.Name) + ":" + strconv.FormatUint(uint64(rc.k.Port), 10) + path

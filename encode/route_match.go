@@ -17,8 +17,9 @@ import (
 // leaves query parameters in map order; sorting both keeps output
 // deterministic).
 func rtTranslateMatch(in *networking.HTTPMatchRequest) *route.RouteMatch {
-	out := &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}}
+	out := &route.RouteMatch{}
 	if in == nil {
+		out.PathSpecifier = &route.RouteMatch_Prefix{Prefix: "/"}
 		return out
 	}
 	for _, name := range sortedKeys(in.GetHeaders()) {
@@ -55,7 +56,13 @@ func rtTranslateMatch(in *networking.HTTPMatchRequest) *route.RouteMatch {
 			out.PathSpecifier = &route.RouteMatch_SafeRegex{SafeRegex: &matcher.RegexMatcher{Regex: m.Regex}}
 		}
 	}
-	out.CaseSensitive = wrapperspb.Bool(!in.GetIgnoreUriCase())
+	if out.PathSpecifier == nil {
+		out.PathSpecifier = &route.RouteMatch_Prefix{Prefix: "/"}
+	}
+	out.CaseSensitive = rtCaseSensitive
+	if in.GetIgnoreUriCase() {
+		out.CaseSensitive = rtCaseInsensitive
+	}
 	if in.GetMethod() != nil {
 		out.Headers = append(out.Headers, rtHeaderMatcher(":method", in.GetMethod()))
 	}
@@ -77,6 +84,12 @@ func rtTranslateMatch(in *networking.HTTPMatchRequest) *route.RouteMatch {
 	}
 	return out
 }
+
+// Shared read-only values of RouteMatch.case_sensitive.
+var (
+	rtCaseSensitive   = wrapperspb.Bool(true)
+	rtCaseInsensitive = wrapperspb.Bool(false)
+)
 
 func sortedKeys[V any](m map[string]V) []string {
 	if len(m) == 0 {

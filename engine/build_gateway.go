@@ -446,17 +446,17 @@ func genGatewayVirtualHost(k hashedVHKey) (string, proto.Message) {
 // routes hash (virtual hosts of one VirtualService on several ports share
 // them). The memo lives for one build only: a cold build starts empty.
 func (b *rdsBuilder) appendGatewayVirtualHost(k hashedVHKey) (string, []byte, error) {
-	routes, ok := b.gwRoutes[k.rh]
-	if !ok {
-		var err error
-		if routes, err = encode.AppendGatewayRoutes(nil, k.k); err != nil {
-			return "", nil, err
-		}
-		if b.gwRoutes == nil {
-			b.gwRoutes = map[uint64][]byte{}
-		}
-		b.gwRoutes[k.rh] = routes
+	if routes, ok := b.gwRoutes[k.rh]; ok {
+		name, out := encode.AppendGatewayVirtualHost(nil, k.k, routes)
+		return name, out, nil
 	}
-	name, out := encode.AppendGatewayVirtualHost(nil, k.k, routes)
+	name, out, routes, err := encode.EncodeGatewayVirtualHost(k.k)
+	if err != nil {
+		return "", nil, err
+	}
+	if b.gwRoutes == nil {
+		b.gwRoutes = map[uint64][]byte{}
+	}
+	b.gwRoutes[k.rh] = routes // a view of out, which is immutable once cached
 	return name, out, nil
 }
