@@ -21,6 +21,15 @@
 // bytes. With PILOTFISH_VERIFY_CACHE=1 every hit regenerates and panics on a
 // difference; make test runs with it on.
 //
+// Where one message type repeats by the thousand, a generator may write its
+// encoding directly ([ResourceAppend], [PartAppend]) next to a reference
+// generator that builds the message: ClusterLoadAssignments, the name
+// table, a router's listeners (HTTP connection manager chains from parts
+// marshaled once) and virtual hosts (routes translated once per build for
+// every port they do not depend on). Verify mode checks each direct
+// encoding against its reference; tests compare their bytes with
+// proto.Marshal's.
+//
 // # Imports
 //
 // encode may import the row types of index only, never a snapshot or a
