@@ -128,10 +128,9 @@ func (rc *routeCtx) translate(in *networking.HTTPRoute, m *networking.HTTPMatchR
 	if m.GetName() != "" {
 		name = name + "." + m.GetName()
 	}
-	out := &route.Route{
-		Name:  name,
-		Match: rtTranslateMatch(m),
-	}
+	blk := &rtBlock{}
+	out := &blk.route
+	out.Name, out.Match = name, rtTranslateMatch(m)
 	if !rc.omitMeta {
 		out.Metadata = rc.metadata()
 	}
@@ -153,9 +152,10 @@ func (rc *routeCtx) translate(in *networking.HTTPRoute, m *networking.HTTPMatchR
 	case in.GetDirectResponse() != nil:
 		rtApplyDirectResponse(out, in.GetDirectResponse())
 	default:
-		rc.applyDestination(out, in, authority)
+		rc.applyDestination(blk, in, authority)
 	}
-	out.Decorator = &route.Decorator{Operation: rc.operation(out)}
+	blk.decorator.Operation = rc.operation(out)
+	out.Decorator = &blk.decorator
 	if in.GetFault() != nil || in.GetCorsPolicy() != nil {
 		out.TypedPerFilterConfig = map[string]*anypb.Any{}
 	}
@@ -170,11 +170,22 @@ func (rc *routeCtx) translate(in *networking.HTTPRoute, m *networking.HTTPMatchR
 	return out
 }
 
+// rtBlock holds the messages most translated routes have, allocated
+// together: a thousand-route virtual host makes a thousand of each.
+type rtBlock struct {
+	route       route.Route
+	decorator   route.Decorator
+	action      route.RouteAction
+	actionRoute route.Route_Route
+	cluster     route.RouteAction_Cluster
+}
+
 // applyDestination is istiod's applyHTTPRouteDestination.
-func (rc *routeCtx) applyDestination(out *route.Route, in *networking.HTTPRoute, authority string) {
-	action := &route.RouteAction{}
+func (rc *routeCtx) applyDestination(blk *rtBlock, in *networking.HTTPRoute, authority string) {
+	out, action := &blk.route, &blk.action
 	rc.setTimeout(action, in.GetTimeout())
-	out.Action = &route.Route_Route{Route: action}
+	blk.actionRoute.Route = action
+	out.Action = &blk.actionRoute
 	if rw := in.GetRewrite(); rw != nil {
 		if rr := rw.GetUriRegexRewrite(); rr != nil {
 			action.RegexRewrite = &matcher.RegexMatchAndSubstitute{
@@ -206,7 +217,8 @@ func (rc *routeCtx) applyDestination(out *route.Route, in *networking.HTTPRoute,
 	consistentHash := false
 	if len(in.GetRoute()) == 1 {
 		dst := in.GetRoute()[0]
-		action.ClusterSpecifier = &route.RouteAction_Cluster{Cluster: rc.destinationCluster(dst.GetDestination())}
+		blk.cluster.Cluster = rc.destinationCluster(dst.GetDestination())
+		action.ClusterSpecifier = &blk.cluster
 		if hp := rtHashPolicy(rc.destinationConsistentHash(dst.GetDestination())); hp != nil {
 			action.HashPolicy = append(action.HashPolicy, hp)
 			consistentHash = true
@@ -322,10 +334,12 @@ func rtConfigPath(kebabKind, ns, name string) string {
 // operation is istiod's GetRouteOperation: "host:port/path" for a single
 // destination, else "vsname:port/path".
 func (rc *routeCtx) operation(r *route.Route) string {
-	path := "/*"
+	// path, then suffix: a prefix is written "PREFIX*"; one concatenation
+	// builds the whole operation.
+	path, suffix := "/*", ""
 	switch ps := r.GetMatch().GetPathSpecifier().(type) {
 	case *route.RouteMatch_Prefix:
-		path = ps.Prefix + "*"
+		path, suffix = ps.Prefix, "*"
 	case *route.RouteMatch_Path:
 		path = ps.Path
 	case *route.RouteMatch_SafeRegex:
@@ -335,11 +349,11 @@ func (rc *routeCtx) operation(r *route.Route) string {
 		// outbound|PORT|SUBSET|HOST
 		if port, rest, ok := strings.Cut(c, "|"); ok {
 			if _, host, ok := strings.Cut(rest, "|"); ok {
-				return host + ":" + port + path
+				return host + ":" + port + path + suffix
 			}
 		}
 	}
-	return rc.k.Syms.String(rc.k.VirtualService.Key.Name) + ":" + strconv.FormatUint(uint64(rc.k.Port), 10) + path
+	return rc.k.Syms.String(rc.k.VirtualService.Key.Name) + ":" + strconv.FormatUint(uint64(rc.k.Port), 10) + path + suffix
 }
 
 // rtResolveHost is istiod's ResolveShortnameToFQDN: a name without a dot is
