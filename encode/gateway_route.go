@@ -3,6 +3,7 @@ package encode
 import (
 	"net"
 	"strconv"
+	"strings"
 
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
@@ -133,7 +134,12 @@ func (k *GatewayVirtualHostKey) Name() string {
 	if len(k.Hosts) == 0 {
 		return ""
 	}
-	return net.JoinHostPort(k.Hosts[0], strconv.FormatUint(uint64(k.Port), 10))
+	h := k.Hosts[0]
+	if strings.IndexByte(h, ':') >= 0 {
+		return net.JoinHostPort(h, strconv.FormatUint(uint64(k.Port), 10))
+	}
+	var buf [10]byte // one allocation: the concatenation
+	return h + ":" + string(strconv.AppendUint(buf[:0], uint64(k.Port), 10))
 }
 
 // GatewayVirtualHost generates the virtual host of k: each source's HTTP
