@@ -147,7 +147,7 @@ func (k *GatewayVirtualHostKey) Name() string {
 // AppendGatewayVirtualHost encodes the same virtual host directly.
 func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 	name := k.Name()
-	routes, _ := gatewayRoutes(k, false)
+	routes := gatewayRoutes(k)
 	vh := &route.VirtualHost{
 		Name:                       name,
 		Domains:                    k.Hosts,
@@ -160,12 +160,34 @@ func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 	return name, vh
 }
 
-// gatewayRoutes translates the routes of k's virtual host. With omitMeta
-// the routes carry no metadata and src[i] is the index in k.Sources of
-// route i's VirtualService, whose metadata the caller encodes.
-func gatewayRoutes(k *GatewayVirtualHostKey, omitMeta bool) (routes []*route.Route, src []int) {
-	var catchAll []*route.Route
-	var catchAllSrc []int
+// gatewayRoutes translates the routes of k's virtual host (the reference
+// generator's; the direct encoder uses gatewayRouteItems).
+func gatewayRoutes(k *GatewayVirtualHostKey) []*route.Route {
+	items := gatewayRouteItems(k, false, false)
+	out := make([]*route.Route, len(items))
+	for i := range items {
+		out[i] = items[i].r
+	}
+	return out
+}
+
+// gwRouteItem is one route of a gateway virtual host: a translated message
+// (r), or, for a simple route the direct encoder writes from strings, its
+// name, match, cluster and operation. src is the index in the key's
+// sources of its VirtualService.
+type gwRouteItem struct {
+	r                        *route.Route
+	m                        *networking.HTTPMatchRequest
+	name, cluster, operation string
+	src                      int
+}
+
+// gatewayRouteItems walks k's sources' routes as istiod does, catch-all
+// routes last (SortVHostRoutes). With omitMeta translated routes carry no
+// metadata (the encoder splices it in); with direct, simple routes
+// (gwSimple) are not translated.
+func gatewayRouteItems(k *GatewayVirtualHostKey, omitMeta, direct bool) []gwRouteItem {
+	var items, catchAll []gwRouteItem
 	// One key and gateway side serve every source: routes keep no
 	// reference to them.
 	vk := &VirtualHostKey{Syms: k.Syms, Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: k.Port}
@@ -178,17 +200,33 @@ func gatewayRoutes(k *GatewayVirtualHostKey, omitMeta bool) (routes []*route.Rou
 		}
 		vk.VirtualService, gw.gateway = s.VirtualService, s.Gateway
 		rc := routeCtx{k: vk, vs: vs, gw: gw, omitMeta: omitMeta}
-		for _, r := range rc.virtualServiceRoutes() {
-			if rtIsCatchAll(r) {
-				catchAll = append(catchAll, r)
-				catchAllSrc = append(catchAllSrc, i)
+		rc.eachRoute(func(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) (bool, bool) {
+			var it gwRouteItem
+			var ca bool
+			if direct && gwSimple(in, m) {
+				if !rc.applies(m) {
+					return false, false
+				}
+				it = gwRouteItem{m: m, name: rtRouteName(in, m), src: i}
+				it.cluster = rc.destinationCluster(in.GetRoute()[0].GetDestination())
+				it.operation = gwOperation(it.cluster, m)
+				ca = gwSimpleCatchAll(m)
 			} else {
-				routes = append(routes, r)
-				src = append(src, i)
+				r := rc.translate(in, m)
+				if r == nil {
+					return false, false
+				}
+				it, ca = gwRouteItem{r: r, src: i}, rtIsCatchAll(r)
 			}
-		}
+			if ca {
+				catchAll = append(catchAll, it)
+			} else {
+				items = append(items, it)
+			}
+			return true, ca
+		})
 	}
-	return append(routes, catchAll...), append(src, catchAllSrc...)
+	return append(items, catchAll...)
 }
 
 // GatewayBlackholeVirtualHost is istiod's answer for a gateway route

@@ -112,35 +112,40 @@ func AppendGatewayRoutes(dst []byte, k *GatewayVirtualHostKey) ([]byte, error) {
 	return p.append(slices.Grow(dst, p.total))
 }
 
-// gwRoutesPlan is a virtual host's routes translated and sized.
+// gwRoutesPlan is a virtual host's routes translated (or, simple ones,
+// ready to write) and sized.
 type gwRoutesPlan struct {
-	routes []*route.Route
-	src    []int    // index in the key's sources of each route's VirtualService
-	metas  [][]byte // each source's metadata field (more than one source)
-	meta0  []byte   // the one source's
-	sizes  []int    // each route's size without its metadata
-	total  int      // the encoding's size
+	items []gwRouteItem
+	metas [][]byte // each source's metadata field (more than one source)
+	meta0 []byte   // the one source's
+	sizes []int    // each route's size without its metadata
+	total int      // the encoding's size
 }
 
 func planGatewayRoutes(k *GatewayVirtualHostKey) gwRoutesPlan {
 	var p gwRoutesPlan
-	p.routes, p.src = gatewayRoutes(k, true)
+	p.items = gatewayRouteItems(k, true, gwDirect)
 	if len(k.Sources) > 1 {
 		p.metas = make([][]byte, len(k.Sources))
 	}
-	p.sizes = make([]int, len(p.routes))
-	for i, r := range p.routes {
-		md := p.meta(p.src[i])
+	p.sizes = make([]int, len(p.items))
+	for i := range p.items {
+		it := &p.items[i]
+		md := p.meta(it.src)
 		if md == nil {
-			c := k.Sources[p.src[i]].VirtualService
+			c := k.Sources[it.src].VirtualService
 			md = appendRouteMetadataField(nil, k.Syms.String(c.Key.Namespace), k.Syms.String(c.Key.Name))
 			if p.metas != nil {
-				p.metas[p.src[i]] = md
+				p.metas[it.src] = md
 			} else {
 				p.meta0 = md
 			}
 		}
-		p.sizes[i] = routeSize(r)
+		if it.r != nil {
+			p.sizes[i] = routeSize(it.r)
+		} else {
+			p.sizes[i] = it.simpleSize()
+		}
 		p.total += protowire.SizeTag(gwVHRoutes) + protowire.SizeBytes(p.sizes[i]+len(md))
 	}
 	return p
@@ -156,8 +161,11 @@ func (p *gwRoutesPlan) meta(i int) []byte {
 
 func (p *gwRoutesPlan) append(dst []byte) ([]byte, error) {
 	var err error
-	for i, r := range p.routes {
-		if dst, err = appendRouteWithMetadata(dst, r, p.sizes[i], p.meta(p.src[i])); err != nil {
+	for i := range p.items {
+		it := &p.items[i]
+		if it.r == nil {
+			dst = it.appendSimple(dst, p.sizes[i], p.meta(it.src))
+		} else if dst, err = appendRouteWithMetadata(dst, it.r, p.sizes[i], p.meta(it.src)); err != nil {
 			return dst, err
 		}
 	}

@@ -40,6 +40,10 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 		{"weighted", `[{route: [{destination: {host: one.example}, weight: 50}, {destination: {host: two.example, port: {number: 80}}, weight: 50}]}]`, false},
 		{"direct response", `[{directResponse: {status: 404}}]`, false},
 		{"mirror without a port", `[{route: [{destination: {host: one.example}}], mirror: {host: two.example}}]`, false},
+		{"exact, regex, names, case", `[{name: r, match: [{name: m, uri: {exact: /x}, ignoreUriCase: true}, {uri: {regex: "/y.*"}}, {uri: {}}], route: [{destination: {host: one.example}}]}]`, true},
+		{"catch-all regex before other routes", `[{match: [{uri: {regex: ".*"}}], route: [{destination: {host: one.example}}]}, {route: [{destination: {host: one.example}}]}]`, true},
+		{"catch-all prefix, then a header match", `[{match: [{uri: {prefix: /}}, {headers: {x: {exact: z}}}], route: [{destination: {host: one.example}}]}]`, true},
+		{"simple and translated", `[{match: [{uri: {prefix: /a}}], route: [{destination: {host: one.example}}], timeout: 5s}, {match: [{uri: {prefix: /b}}], route: [{destination: {host: one.example}}]}]`, true},
 	}
 	var all []GatewayRouteSource
 	check := func(t *testing.T, k *GatewayVirtualHostKey, routes []byte) {
@@ -86,6 +90,18 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 					RequireTLS: requireTLS, Destinations: []*index.Service{one, two}}
 			}
 			k80, k443 := key(80, false), key(443, true)
+			if simple := map[string]bool{"one-port service": true, "two-port service without a port": true, "exact, regex, names, case": true,
+				"catch-all regex before other routes": true, "simple and translated": true}; gwDirect && simple[tt.name] {
+				direct := 0
+				for _, it := range gatewayRouteItems(k80, true, true) {
+					if it.r == nil {
+						direct++
+					}
+				}
+				if direct == 0 {
+					t.Error("no route is written directly")
+				}
+			}
 			if free := k80.RoutesHash() == k443.RoutesHash(); free != tt.portFree {
 				t.Fatalf("routes hash equal on 80 and 443: %v, want %v", free, tt.portFree)
 			}

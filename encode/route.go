@@ -61,6 +61,22 @@ type routeCtx struct {
 // catch-all.
 func (rc *routeCtx) virtualServiceRoutes() []*route.Route {
 	var out []*route.Route
+	rc.eachRoute(func(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) (bool, bool) {
+		r := rc.translate(in, m)
+		if r == nil {
+			return false, false
+		}
+		out = append(out, r)
+		return true, rtIsCatchAll(r)
+	})
+	return out
+}
+
+// eachRoute walks the (route, match) pairs of the VirtualService in
+// BuildHTTPRoutesForVirtualService's order: emit translates one and reports
+// whether it made a route and whether that route is a catch-all, after
+// which the walk stops.
+func (rc *routeCtx) eachRoute(emit func(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) (ok, catchAll bool)) {
 	for _, in := range rc.vs.GetHttp() {
 		if in.GetDelegate() != nil {
 			// Delegation is resolved by merging VirtualServices, which
@@ -69,18 +85,13 @@ func (rc *routeCtx) virtualServiceRoutes() []*route.Route {
 		}
 		catchall := false
 		if len(in.GetMatch()) == 0 {
-			if r := rc.translate(in, nil); r != nil {
-				out = append(out, r)
-			}
+			emit(in, nil)
 			catchall = true
 		} else {
 			for _, m := range in.GetMatch() {
-				if r := rc.translate(in, m); r != nil {
-					out = append(out, r)
-					if rtIsCatchAll(r) {
-						catchall = true
-						break
-					}
+				if ok, ca := emit(in, m); ok && ca {
+					catchall = true
+					break
 				}
 			}
 		}
@@ -88,7 +99,6 @@ func (rc *routeCtx) virtualServiceRoutes() []*route.Route {
 			break
 		}
 	}
-	return out
 }
 
 // sourceMatches evaluates a match's static predicates for a sidecar:
@@ -116,18 +126,28 @@ func (rc *routeCtx) sourceMatches(m *networking.HTTPMatchRequest) bool {
 	return m.GetSourceNamespace() == "" || m.GetSourceNamespace() == rc.k.Namespace
 }
 
+// applies reports whether a match applies to this proxy and port.
+func (rc *routeCtx) applies(m *networking.HTTPMatchRequest) bool {
+	if m != nil && m.GetPort() != 0 && m.GetPort() != rc.k.Port {
+		return false
+	}
+	return rc.sourceMatches(m)
+}
+
+// rtRouteName is a translated route's name: the route's, then the match's.
+func rtRouteName(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) string {
+	if m.GetName() != "" {
+		return in.GetName() + "." + m.GetName()
+	}
+	return in.GetName()
+}
+
 // translate is istiod's TranslateRoute for one (route, match) pair.
 func (rc *routeCtx) translate(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) *route.Route {
-	if m != nil && m.GetPort() != 0 && m.GetPort() != rc.k.Port {
+	if !rc.applies(m) {
 		return nil
 	}
-	if !rc.sourceMatches(m) {
-		return nil
-	}
-	name := in.GetName()
-	if m.GetName() != "" {
-		name = name + "." + m.GetName()
-	}
+	name := rtRouteName(in, m)
 	blk := &rtBlock{}
 	out := &blk.route
 	out.Name, out.Match = name, rtTranslateMatch(m)

@@ -37,7 +37,7 @@ func TestGatewayRouterColdAllocs(t *testing.T) {
 		want      int // resources
 		perServer float64
 	}{
-		{"rds", buildRoutes, names, n + 1, 36},
+		{"rds", buildRoutes, names, n + 1, 30},
 		{"lds", buildGatewayListeners, nil, 2, 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
