@@ -10,23 +10,45 @@ import (
 // Hasher builds a key's hash field by field. Every key's Hash method feeds
 // every field it has; TestKeysHashEveryField checks that by reflection.
 // A Hasher lives on the stack: Hash allocates nothing.
+//
+// Fields are gathered in buf and handed to xxhash a buffer at a time (or,
+// for a key that fits, in one xxhash.Sum64): a Digest.Write per 8-byte
+// field cost more than the hashing itself, and a warm push hashes one key
+// per resource. The bytes hashed are the same either way: the field values
+// in order, little-endian, strings preceded by their length.
 type Hasher struct {
-	d   xxhash.Digest
-	buf [8]byte
+	d       xxhash.Digest
+	flushed bool // d holds bytes: buf continues them
+	n       int
+	buf     [hasherBufLen]byte
 }
+
+const hasherBufLen = 256
 
 // NewHasher returns a hasher seeded with a key type's tag, so that keys of
 // different types with equal fields hash differently.
 func NewHasher(tag string) Hasher {
 	var h Hasher
-	h.d.Reset()
 	h.Str(tag)
 	return h
 }
 
+// flush hands buf to the digest.
+func (h *Hasher) flush() {
+	if !h.flushed {
+		h.d.Reset()
+		h.flushed = true
+	}
+	_, _ = h.d.Write(h.buf[:h.n])
+	h.n = 0
+}
+
 func (h *Hasher) U64(v uint64) {
-	binary.LittleEndian.PutUint64(h.buf[:], v)
-	_, _ = h.d.Write(h.buf[:])
+	if h.n+8 > hasherBufLen {
+		h.flush()
+	}
+	binary.LittleEndian.PutUint64(h.buf[h.n:], v)
+	h.n += 8
 }
 
 func (h *Hasher) U32(v uint32)  { h.U64(uint64(v)) }
@@ -44,7 +66,14 @@ func (h *Hasher) Bool(v bool) {
 // Str hashes a string with its length, so that ("ab","c") ≠ ("a","bc").
 func (h *Hasher) Str(s string) {
 	h.U64(uint64(len(s)))
-	_, _ = h.d.WriteString(s)
+	if h.n+len(s) > hasherBufLen {
+		h.flush()
+		if len(s) > hasherBufLen {
+			_, _ = h.d.WriteString(s)
+			return
+		}
+	}
+	h.n += copy(h.buf[h.n:], s)
 }
 
 // Strs hashes a list of strings with its length.
@@ -55,4 +84,12 @@ func (h *Hasher) Strs(ss []string) {
 	}
 }
 
-func (h *Hasher) Sum() uint64 { return h.d.Sum64() }
+// Sum returns the hash of everything fed so far; feeding may go on.
+func (h *Hasher) Sum() uint64 {
+	if !h.flushed {
+		return xxhash.Sum64(h.buf[:h.n])
+	}
+	d := h.d
+	_, _ = d.Write(h.buf[:h.n])
+	return d.Sum64()
+}
