@@ -59,8 +59,8 @@ func buildRouter(t *testing.T, sc *Scope, golden string) ([]*listener.Listener, 
 		validate(t, r)
 		rm = append(rm, r)
 	}
-	lrCheckGolden(t, filepath.Join(gatewayGoldenDir, golden+".lds.json"), lrGoldenJSON(t, lm))
-	lrCheckGolden(t, filepath.Join(gatewayGoldenDir, golden+".rds.json"), lrGoldenJSON(t, rm))
+	checkGolden(t, filepath.Join(gatewayGoldenDir, golden+".lds.json"), goldenResources(t, lm))
+	checkGolden(t, filepath.Join(gatewayGoldenDir, golden+".rds.json"), goldenResources(t, rm))
 	return listeners, routes
 }
 

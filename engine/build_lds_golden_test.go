@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/json"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,7 +11,6 @@ import (
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
@@ -48,65 +44,6 @@ const (
 	rdsGoldenDir  = "../encode/testdata/golden/rds"
 	grpcGoldenDir = "../encode/testdata/golden/grpc"
 )
-
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func lrUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// lrGoldenJSON renders messages as deterministic, indented JSON.
-func lrGoldenJSON(t testing.TB, msgs []proto.Message) []byte {
-	t.Helper()
-	list := make([]any, 0, len(msgs))
-	for _, m := range msgs {
-		b, err := protojson.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v any
-		if err := json.Unmarshal(b, &v); err != nil {
-			t.Fatal(err)
-		}
-		list = append(list, v)
-	}
-	out, err := json.MarshalIndent(list, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(out, '\n')
-}
-
-func lrCheckGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if lrUpdate() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(want, got) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		i := 0
-		for i < len(gl) && i < len(wl) && gl[i] == wl[i] {
-			i++
-		}
-		ctx := func(l []string) string { return strings.Join(l[max(0, i-3):min(len(l), i+3)], "\n") }
-		t.Fatalf("%s differs at line %d (run with -update and review the diff)\n--- want\n%s\n--- got\n%s", path, i+1, ctx(wl), ctx(gl))
-	}
-}
 
 // kubernetesService is the apiserver's Service, which istiod's reference
 // cluster had (listener 10.0.0.1_443).
@@ -218,11 +155,11 @@ func runLRGolden(t *testing.T, snap *index.Snapshot, prefix string, scenarios []
 				rm = append(rm, r)
 			}
 			if s.class.Type == encode.ProxyGRPC {
-				lrCheckGolden(t, filepath.Join(grpcGoldenDir, prefix+"."+s.name+".lds.json"), lrGoldenJSON(t, lm))
-				lrCheckGolden(t, filepath.Join(grpcGoldenDir, prefix+"."+s.name+".rds.json"), lrGoldenJSON(t, rm))
+				checkGolden(t, filepath.Join(grpcGoldenDir, prefix+"."+s.name+".lds.json"), goldenResources(t, lm))
+				checkGolden(t, filepath.Join(grpcGoldenDir, prefix+"."+s.name+".rds.json"), goldenResources(t, rm))
 			} else {
-				lrCheckGolden(t, filepath.Join(ldsGoldenDir, prefix+"."+s.name+".json"), lrGoldenJSON(t, lm))
-				lrCheckGolden(t, filepath.Join(rdsGoldenDir, prefix+"."+s.name+".json"), lrGoldenJSON(t, rm))
+				checkGolden(t, filepath.Join(ldsGoldenDir, prefix+"."+s.name+".json"), goldenResources(t, lm))
+				checkGolden(t, filepath.Join(rdsGoldenDir, prefix+"."+s.name+".json"), goldenResources(t, rm))
 			}
 			if s.istiod != "" {
 				compareWithIstiod(t, s.istiod, listeners, routes)
