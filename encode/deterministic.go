@@ -38,9 +38,8 @@ func marshalVT(dst []byte, vt vtMarshaler, m proto.Message) ([]byte, error) {
 		md := c.Metadata
 		c.Metadata = nil
 		n := vt.SizeVT() // c, without its metadata
-		mdSize := sizeMetadata(md)
 		start := len(dst)
-		dst = slices.Grow(dst, n+protowire.SizeTag(clusterMetadataField)+protowire.SizeVarint(uint64(mdSize))+mdSize)
+		dst = slices.Grow(dst, n+clusterMetadataReserve)
 		dst = dst[:start+n]
 		_, err := vt.MarshalToSizedBufferVTStrict(dst[start:])
 		c.Metadata = md
@@ -48,14 +47,19 @@ func marshalVT(dst []byte, vt vtMarshaler, m proto.Message) ([]byte, error) {
 			return dst[:start], err
 		}
 		dst = protowire.AppendTag(dst, clusterMetadataField, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(mdSize))
-		return appendMetadata(dst, md), nil
+		at := openLen(&dst)
+		dst = appendMetadata(dst, md)
+		return closeLen(dst, at), nil
 	}
 	return appendVT(dst, vt)
 }
 
-// clusterMetadataField is Cluster.metadata's field number.
-const clusterMetadataField = 25
+// clusterMetadataField is Cluster.metadata's field number;
+// clusterMetadataReserve is room enough for a typical istio metadata.
+const (
+	clusterMetadataField   = 25
+	clusterMetadataReserve = 160
+)
 
 func appendVT(dst []byte, vt vtMarshaler) ([]byte, error) {
 	n := vt.SizeVT()

@@ -14,17 +14,6 @@ import (
 // marshaling does the same through reflection at several times the cost,
 // which doubled the cold cost of a cluster.
 
-func sizeMetadata(md *corev3.Metadata) int {
-	n := 0
-	for k, s := range md.FilterMetadata {
-		n += sizeBytesField(sizeBytesField(len(k)) + sizeBytesField(sizeStruct(s)))
-	}
-	for k, a := range md.TypedFilterMetadata {
-		n += sizeBytesField(sizeBytesField(len(k)) + sizeBytesField(sizeAny(a.GetTypeUrl(), a.GetValue())))
-	}
-	return n
-}
-
 func sizeAny(typeURL string, value []byte) int {
 	n := 0
 	if typeURL != "" {
@@ -39,15 +28,15 @@ func sizeAny(typeURL string, value []byte) int {
 func appendMetadata(dst []byte, md *corev3.Metadata) []byte {
 	var scratch [8]string
 	for _, k := range keysInOrder(md.FilterMetadata, &scratch) {
-		s := md.FilterMetadata[k]
-		ss := sizeStruct(s)
 		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(sizeBytesField(len(k))+sizeBytesField(ss)))
+		entry := openLen(&dst)
 		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
 		dst = protowire.AppendString(dst, k)
 		dst = protowire.AppendTag(dst, 2, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(ss))
-		dst = appendStruct(dst, s)
+		value := openLen(&dst)
+		dst = appendStruct(dst, md.FilterMetadata[k])
+		dst = closeLen(dst, value)
+		dst = closeLen(dst, entry)
 	}
 	for _, k := range keysInOrder(md.TypedFilterMetadata, &scratch) {
 		a := md.TypedFilterMetadata[k]
@@ -70,59 +59,48 @@ func appendMetadata(dst []byte, md *corev3.Metadata) []byte {
 	return dst
 }
 
-// Struct{fields: 1 map<string, Value>}
-func sizeStruct(s *structpb.Struct) int {
-	n := 0
-	for k, v := range s.GetFields() {
-		n += sizeBytesField(sizeBytesField(len(k)) + sizeBytesField(sizeValue(v)))
-	}
-	return n
+// openLen starts a length-delimited value whose length is not known yet:
+// it reserves one byte for the length and returns where it is. closeLen
+// writes the length once the value is appended, moving the value up in the
+// rare case it is 128 bytes or more. Each level of a nested Struct is thus
+// written once, not sized again by every level above it.
+func openLen(dst *[]byte) int {
+	*dst = append(*dst, 0)
+	return len(*dst) - 1
 }
 
+func closeLen(dst []byte, at int) []byte {
+	n := len(dst) - at - 1
+	if n < 0x80 {
+		dst[at] = byte(n)
+		return dst
+	}
+	w := protowire.SizeVarint(uint64(n))
+	dst = append(dst, make([]byte, w-1)...)
+	copy(dst[at+w:], dst[at+1:at+1+n])
+	protowire.AppendVarint(dst[at:at], uint64(n))
+	return dst
+}
+
+// Struct{fields: 1 map<string, Value>}
 func appendStruct(dst []byte, s *structpb.Struct) []byte {
 	var scratch [8]string
 	for _, k := range keysInOrder(s.GetFields(), &scratch) {
-		v := s.Fields[k]
-		vs := sizeValue(v)
 		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(sizeBytesField(len(k))+sizeBytesField(vs)))
+		entry := openLen(&dst)
 		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
 		dst = protowire.AppendString(dst, k)
 		dst = protowire.AppendTag(dst, 2, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(vs))
-		dst = appendValue(dst, v)
+		value := openLen(&dst)
+		dst = appendValue(dst, s.Fields[k])
+		dst = closeLen(dst, value)
+		dst = closeLen(dst, entry)
 	}
 	return dst
 }
 
 // Value{null_value: 1, number_value: 2, string_value: 3, bool_value: 4,
 // struct_value: 5, list_value: 6}; ListValue{values: 1}.
-func sizeValue(v *structpb.Value) int {
-	switch k := v.GetKind().(type) {
-	case *structpb.Value_NullValue:
-		return 1 + protowire.SizeVarint(uint64(k.NullValue))
-	case *structpb.Value_NumberValue:
-		return 1 + 8
-	case *structpb.Value_StringValue:
-		return sizeBytesField(len(k.StringValue))
-	case *structpb.Value_BoolValue:
-		return 2
-	case *structpb.Value_StructValue:
-		return sizeBytesField(sizeStruct(k.StructValue))
-	case *structpb.Value_ListValue:
-		return sizeBytesField(sizeList(k.ListValue))
-	}
-	return 0
-}
-
-func sizeList(l *structpb.ListValue) int {
-	n := 0
-	for _, v := range l.GetValues() {
-		n += sizeBytesField(sizeValue(v))
-	}
-	return n
-}
-
 func appendValue(dst []byte, v *structpb.Value) []byte {
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_NullValue:
@@ -139,17 +117,19 @@ func appendValue(dst []byte, v *structpb.Value) []byte {
 		return protowire.AppendVarint(dst, protowire.EncodeBool(k.BoolValue))
 	case *structpb.Value_StructValue:
 		dst = protowire.AppendTag(dst, 5, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(sizeStruct(k.StructValue)))
-		return appendStruct(dst, k.StructValue)
+		at := openLen(&dst)
+		dst = appendStruct(dst, k.StructValue)
+		return closeLen(dst, at)
 	case *structpb.Value_ListValue:
 		dst = protowire.AppendTag(dst, 6, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(sizeList(k.ListValue)))
+		list := openLen(&dst)
 		for _, e := range k.ListValue.GetValues() {
 			dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-			dst = protowire.AppendVarint(dst, uint64(sizeValue(e)))
+			at := openLen(&dst)
 			dst = appendValue(dst, e)
+			dst = closeLen(dst, at)
 		}
-		return dst
+		return closeLen(dst, list)
 	}
 	return dst
 }
