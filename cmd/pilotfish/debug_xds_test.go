@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -42,10 +44,21 @@ func startServeAddrs(t *testing.T, dir string) started {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve shutdown: %v", err)
+			}
 		case <-time.After(10 * time.Second):
 			t.Error("serve did not shut down")
 		}
+	})
+	// As a kubelet would, wait for readiness: until then xDS streams are
+	// refused (TestXDSRefusedUntilReady).
+	eventually(t, "serve ready", func() string {
+		if code, b := get(t, "http://"+s.httpAddr.String()+"/ready"); code != http.StatusOK {
+			return fmt.Sprintf("/ready: %d %s", code, b)
+		}
+		return ""
 	})
 	return s
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
@@ -135,7 +137,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	metrics.watchCache(eng.Cache())
 
 	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
-	xdsServer := serve.NewXDSServer(backend{eng}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
+	xdsServer := serve.NewXDSServer(backend{e: eng, ready: source.Synced}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
 		ControlPlaneID: controlPlaneID(), Debug: xdsDebug})
 	xdsServer.Register(grpcServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
@@ -231,9 +233,22 @@ func newLogger(level string) (*slog.Logger, error) {
 
 // backend adapts the engine to serve's Backend (serve may not be imported
 // by engine, so the adapter lives where all wiring does).
-type backend struct{ e *engine.Engine }
+type backend struct {
+	e *engine.Engine
+	// ready reports that every config source has synced. Until then a
+	// stream is refused with Unavailable (as istiod does) and the proxy
+	// retries: config built from a half-read mesh would make a restarted
+	// control plane withdraw clusters its proxies are using.
+	ready func() bool
+}
+
+// errNotReady is istiod's refusal of a stream before its caches synced.
+var errNotReady = status.Error(codes.Unavailable, "server is not ready to serve discovery information")
 
 func (b backend) Connect(ctx context.Context, node *corev3.Node, peer string) (serve.Session, error) {
+	if !b.ready() {
+		return nil, errNotReady
+	}
 	c, err := b.e.Connect(ctx, node, peer)
 	if err != nil {
 		return nil, err

@@ -56,36 +56,10 @@ spec:
 `
 
 // startServe runs `pilotfish serve` in-process on dir and returns its HTTP
-// base URL.
+// base URL once it is ready.
 func startServe(t *testing.T, dir string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan started, 1)
-	done := make(chan error, 1)
-	o := &serveOptions{configDir: dir, grpcAddr: "127.0.0.1:0", httpAddr: "127.0.0.1:0", domain: "cluster.local",
-		logLevel: "error", debounceAfter: 10 * time.Millisecond, debounceMax: time.Second, enableEDSDebounce: true,
-		pushThrottle: 10, resync: 200 * time.Millisecond, shutdownGrace: time.Second}
-	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()
-	var s started
-	select {
-	case s = <-addrs:
-	case err := <-done:
-		t.Fatalf("serve exited: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not start")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve shutdown: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("serve did not shut down")
-		}
-	})
-	return "http://" + s.httpAddr.String()
+	return "http://" + startServeAddrs(t, dir).httpAddr.String()
 }
 
 func get(t *testing.T, url string) (int, []byte) {
