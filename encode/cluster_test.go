@@ -25,16 +25,17 @@ const (
 )
 
 // genCluster generates k's cluster through a verifying cache (twice: a miss
-// and a verified hit), decodes the cached bytes and validates them.
+// and a verified hit; a directly encoded cluster is checked against its
+// reference generator both times), decodes the cached bytes and validates them.
 func genCluster(t *testing.T, k *encode.ClusterKey) *clusterv3.Cluster {
 	t.Helper()
 	cache := encode.NewCache()
 	cache.SetVerify(true)
-	e, err := encode.Resource(cache, encode.KindCluster, typeCluster, k, encode.Cluster)
+	e, err := encode.ClusterResource(cache, typeCluster, k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := encode.Resource(cache, encode.KindCluster, typeCluster, k, encode.Cluster); err != nil {
+	if _, err := encode.ClusterResource(cache, typeCluster, k); err != nil {
 		t.Fatal(err)
 	}
 	var a anypb.Any

@@ -128,7 +128,7 @@ func (b *cdsBuilder) emit(dst []Resource) ([]Resource, error) {
 		k.Role = encode.ClusterSNIDNAT
 		defer func() { k.Role = encode.ClusterOutbound }()
 	}
-	e, err := encode.Resource(b.cache, encode.KindCluster, TypeCluster, k, encode.Cluster)
+	e, err := encode.ClusterResource(b.cache, TypeCluster, k)
 	if err != nil {
 		return dst, fmt.Errorf("cds: %w", err)
 	}

@@ -77,6 +77,21 @@ func TestBuildClustersBenchSmall(t *testing.T) {
 	}
 }
 
+// TestBuildClustersColdAllocs gates the cold CDS of a sidecar on http at
+// 100 services (auto mTLS on every in-mesh cluster): outbound clusters are
+// encoded directly, TLS context included, at about six allocations each
+// (50 before the direct encoder).
+func TestBuildClustersColdAllocs(t *testing.T) {
+	step, n, _ := clustersBench(t, 100, false)
+	allocs := testing.AllocsPerRun(10, step)
+	const budget = 8.0
+	if per := allocs / float64(n); per > budget {
+		t.Errorf("cold CDS: %.1f allocations per cluster (%.0f for %d), budget %.0f", per, allocs, n, budget)
+	} else {
+		t.Logf("cold CDS: %.1f allocations per cluster (%.0f for %d)", per, allocs, n)
+	}
+}
+
 // benchCache is a cache without verify mode (PILOTFISH_VERIFY_CACHE would
 // regenerate on every hit and measure that instead).
 func benchCache() *encode.Cache {

@@ -39,6 +39,9 @@ func TestGatewayRouterColdAllocs(t *testing.T) {
 	}{
 		{"rds", buildRoutes, names, n + 1, 30},
 		{"lds", buildGatewayListeners, nil, 2, 6},
+		// Clusters are encoded directly (encode/cluster_direct.go): the
+		// buffer, the name, and the cache's entry, version and map node.
+		{"cds", buildClusters, nil, n + 3, 7}, // and BlackHole, example.com:80 and :443
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var dst []Resource

@@ -1,0 +1,185 @@
+package encode
+
+import (
+	"slices"
+	"strconv"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Auto mTLS without a DestinationRule gives every in-mesh cluster the same
+// two transport socket matches, differing only in the SNI and the SANs of
+// the ISTIO_MUTUAL context (and its ALPN on HTTP/2 ports). They are written
+// around constant pre-encoded fields. The TLS context travels as an Any
+// whose value proto.Equal compares byte for byte, so its fields are written
+// in the order vtprotobuf's marshal writes them (ascending field numbers);
+// without vtprotobuf the reference code builds them (cdAppendAutoMTLSRef).
+
+// Field numbers of the TLS messages written here.
+const (
+	cdTSMTransportSocket protowire.Number = 3 // TransportSocketMatch.transport_socket
+	cdTSTypedConfig      protowire.Number = 3 // TransportSocket.typed_config
+	cdAnyValue           protowire.Number = 2 // Any.value
+	cdUpstreamCommon     protowire.Number = 1 // UpstreamTlsContext.common_tls_context
+	cdUpstreamSNI        protowire.Number = 2 // UpstreamTlsContext.sni
+	cdCommonCombined     protowire.Number = 8 // CommonTlsContext.combined_validation_context
+	cdCombinedDefault    protowire.Number = 1 // CombinedCertificateValidationContext.default_validation_context
+	cdValidationSANs     protowire.Number = 9 // CertificateValidationContext.match_subject_alt_names
+	cdMatcherExact       protowire.Number = 1 // StringMatcher.exact
+)
+
+var (
+	// TransportSocketMatch "tlsMode-istio": its name and match.
+	cdTSMIstioHead = cdMsgBytes(&clusterv3.Cluster_TransportSocketMatch{Name: "tlsMode-istio", Match: clMatchIstio})
+	// The "tlsMode-disabled" match, whole, with its Cluster field tag.
+	cdTSMDisabled = cdFieldBytes(&clusterv3.Cluster{TransportSocketMatches: []*clusterv3.Cluster_TransportSocketMatch{
+		{Name: "tlsMode-disabled", Match: clMatchAny, TransportSocket: clRawBufferSocket},
+	}})
+	cdTSName      = cdMsgBytes(&corev3.TransportSocket{Name: clTLSSocket})
+	cdTLSTypeURL  = cdMsgBytes(&anypb.Any{TypeUrl: "type.googleapis.com/" + string((&tlsv3.UpstreamTlsContext{}).ProtoReflect().Descriptor().FullName())})
+	cdTLSParams   = cdMsgBytes(&tlsv3.CommonTlsContext{TlsParams: clTLSParams})
+	cdALPN        = cdMsgBytes(&tlsv3.CommonTlsContext{AlpnProtocols: clALPNInMesh})
+	cdALPNH2      = cdMsgBytes(&tlsv3.CommonTlsContext{AlpnProtocols: clALPNInMeshH2})
+	cdSDSDefault  = cdMsgBytes(&tlsv3.CommonTlsContext{TlsCertificateSdsSecretConfigs: clSDSDefaultList})
+	cdSDSRoot     = cdMsgBytes(&tlsv3.CommonTlsContext_CombinedCertificateValidationContext{ValidationContextSdsSecretConfig: clSDSRootConfig})
+	cdDirectTLS   = func() bool { _, ok := any(&tlsv3.UpstreamTlsContext{}).(vtMarshaler); return ok }()
+	cdTSMTagBytes = protowire.AppendTag(nil, cdTransportSocketMatches, protowire.BytesType)
+)
+
+// cdMsgBytes encodes a constant as clAny would (vtprotobuf's field order
+// when available): parts of an Any's value must match its bytes.
+func cdMsgBytes(m proto.Message) []byte {
+	var b []byte
+	var err error
+	if vt, ok := m.(vtMarshaler); ok {
+		b, err = appendVT(nil, vt)
+	} else {
+		b, err = proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	}
+	if err != nil {
+		panic("encode: cluster constant: " + err.Error())
+	}
+	return b
+}
+
+// cdAutoMTLS reports whether applyUpstreamTLS gives a cluster without a
+// DestinationRule auto mTLS: an in-mesh service whose mTLS mode is known.
+func cdAutoMTLS(k *ClusterKey) bool {
+	return !k.Service.MeshExternal && (k.Mesh == nil || k.Mesh.EnableAutoMTLS) &&
+		k.MTLS != ServiceMTLSUnknown && k.MTLS != ServiceMTLSDisable
+}
+
+// cdAppendAutoMTLS appends the auto mTLS transport socket matches when
+// they apply.
+func cdAppendAutoMTLS(dst []byte, k *ClusterKey, host string, h2 bool) []byte {
+	if !cdAutoMTLS(k) {
+		return dst
+	}
+	if !cdDirectTLS {
+		return cdAppendAutoMTLSRef(dst, k, host, h2)
+	}
+	// The SANs: spiffe://TD/ns/NS/sa/SA, sorted (by SA: the rest is common).
+	var scratch [8]string
+	sas := scratch[:0]
+	for _, sa := range k.ServiceAccounts {
+		sas = append(sas, k.Syms.String(sa))
+	}
+	slices.Sort(sas)
+	td := "cluster.local"
+	if k.Mesh != nil && k.Mesh.TrustDomain != "" {
+		td = k.Mesh.TrustDomain
+	}
+	ns := k.Syms.String(k.Service.Key.Namespace)
+	sanPrefix := len("spiffe://") + len(td) + len("/ns/") + len(ns) + len("/sa/")
+
+	sans := 0
+	for _, sa := range sas {
+		sans += cdLenSize(cdLenSize(sanPrefix + len(sa)))
+	}
+	combined := cdLenSize(sans) + len(cdSDSRoot)
+	alpn := cdALPN
+	if h2 {
+		alpn = cdALPNH2
+	}
+	common := len(cdTLSParams) + len(alpn) + len(cdSDSDefault) + cdLenSize(combined)
+	portDigits := cdDigits(k.Port.Number)
+	sni := len("outbound_.") + portDigits + len("_._.") + len(host)
+	upstream := cdLenSize(common) + cdLenSize(sni)
+	anyLen := len(cdTLSTypeURL) + cdLenSize(upstream)
+	ts := len(cdTSName) + cdLenSize(anyLen)
+	tsm := len(cdTSMIstioHead) + cdLenSize(ts)
+
+	dst = append(dst, cdTSMTagBytes...)
+	dst = protowire.AppendVarint(dst, uint64(tsm))
+	dst = append(dst, cdTSMIstioHead...)
+	dst = protowire.AppendTag(dst, cdTSMTransportSocket, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(ts))
+	dst = append(dst, cdTSName...)
+	dst = protowire.AppendTag(dst, cdTSTypedConfig, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(anyLen))
+	dst = append(dst, cdTLSTypeURL...)
+	dst = protowire.AppendTag(dst, cdAnyValue, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(upstream))
+
+	dst = protowire.AppendTag(dst, cdUpstreamCommon, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(common))
+	dst = append(dst, cdTLSParams...)
+	dst = append(dst, alpn...)
+	dst = append(dst, cdSDSDefault...)
+	dst = protowire.AppendTag(dst, cdCommonCombined, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(combined))
+	dst = protowire.AppendTag(dst, cdCombinedDefault, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(sans))
+	for _, sa := range sas {
+		dst = protowire.AppendTag(dst, cdValidationSANs, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(cdLenSize(sanPrefix+len(sa))))
+		dst = protowire.AppendTag(dst, cdMatcherExact, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(sanPrefix+len(sa)))
+		dst = append(dst, "spiffe://"...)
+		dst = append(dst, td...)
+		dst = append(dst, "/ns/"...)
+		dst = append(dst, ns...)
+		dst = append(dst, "/sa/"...)
+		dst = append(dst, sa...)
+	}
+	dst = append(dst, cdSDSRoot...)
+
+	dst = protowire.AppendTag(dst, cdUpstreamSNI, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(sni))
+	dst = append(dst, "outbound_."...)
+	dst = strconv.AppendUint(dst, uint64(k.Port.Number), 10)
+	dst = append(dst, "_._."...)
+	dst = append(dst, host...)
+	return append(dst, cdTSMDisabled...)
+}
+
+// cdDigits is the length of n in decimal.
+func cdDigits(n uint32) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
+}
+
+// cdAppendAutoMTLSRef appends the matches built by the reference code
+// (applyUpstreamTLS) and encoded alone: a message is the concatenation of
+// its fields.
+func cdAppendAutoMTLSRef(dst []byte, k *ClusterKey, host string, h2 bool) []byte {
+	c := &clusterv3.Cluster{ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}}
+	s := &clState{k: k, c: c, host: host}
+	if h2 {
+		s.setH2() // the ALPN of the TLS context depends on it
+	}
+	s.applyUpstreamTLS(nil, ClusterSNI(k.Port.Number, "", host))
+	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(dst, &clusterv3.Cluster{TransportSocketMatches: c.TransportSocketMatches})
+	if err != nil {
+		panic("encode: cluster transport socket matches: " + err.Error())
+	}
+	return out
+}
