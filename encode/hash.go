@@ -15,7 +15,8 @@ import (
 // for a key that fits, in one xxhash.Sum64): a Digest.Write per 8-byte
 // field cost more than the hashing itself, and a warm push hashes one key
 // per resource. The bytes hashed are the same either way: the field values
-// in order, little-endian, strings preceded by their length.
+// in order, little-endian (8 bytes for U64, Int and F64, 4 for U32, 1 for
+// Bool), strings preceded by their length.
 type Hasher struct {
 	d       xxhash.Digest
 	flushed bool // d holds bytes: buf continues them
@@ -51,16 +52,29 @@ func (h *Hasher) U64(v uint64) {
 	h.n += 8
 }
 
-func (h *Hasher) U32(v uint32)  { h.U64(uint64(v)) }
+// U32 feeds 4 bytes: most key fields are IDs, ports and enums, and a key
+// whose fields fit the buffer is hashed in one call.
+func (h *Hasher) U32(v uint32) {
+	if h.n+4 > hasherBufLen {
+		h.flush()
+	}
+	binary.LittleEndian.PutUint32(h.buf[h.n:], v)
+	h.n += 4
+}
+
 func (h *Hasher) Int(v int)     { h.U64(uint64(v)) }
 func (h *Hasher) F64(v float64) { h.U64(math.Float64bits(v)) }
 
+// Bool feeds one byte.
 func (h *Hasher) Bool(v bool) {
-	if v {
-		h.U64(1)
-	} else {
-		h.U64(0)
+	if h.n+1 > hasherBufLen {
+		h.flush()
 	}
+	h.buf[h.n] = 0
+	if v {
+		h.buf[h.n] = 1
+	}
+	h.n++
 }
 
 // Str hashes a string with its length, so that ("ab","c") ≠ ("a","bc").

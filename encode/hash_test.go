@@ -9,8 +9,8 @@ import (
 )
 
 // TestHasherHashesItsFieldBytes: whatever the buffering, a Hasher's sum is
-// xxhash of its fields' bytes in order (little-endian values, strings after
-// their length), short keys and keys past the buffer alike, and Sum leaves
+// xxhash of its fields' bytes in order (little-endian values of 8, 4 or 1
+// bytes, strings after their length), short keys and keys past the buffer alike, and Sum leaves
 // the hasher usable.
 func TestHasherHashesItsFieldBytes(t *testing.T) {
 	long := strings.Repeat("x", 3*hasherBufLen+5)
@@ -21,6 +21,10 @@ func TestHasherHashesItsFieldBytes(t *testing.T) {
 		for i := range n {
 			h.U64(uint64(i))
 			want = binary.LittleEndian.AppendUint64(want, uint64(i))
+			h.U32(uint32(i) + 1)
+			want = binary.LittleEndian.AppendUint32(want, uint32(i)+1)
+			h.Bool(i%2 == 0)
+			want = append(want, byte(1-i%2))
 			s := long[:i*i%len(long)]
 			h.Str(s)
 			want = binary.LittleEndian.AppendUint64(want, uint64(len(s)))

@@ -1,6 +1,9 @@
 package encode
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // ProxyType is the kind of xDS client.
 type ProxyType uint8
@@ -98,6 +101,12 @@ type Mesh struct {
 	// CLUSTER_ID, "Kubernetes"): it goes into endpoint and cluster metadata
 	// ("istio.workload"), whatever cluster a proxy says it is in.
 	ClusterID string
+
+	// hash caches the hash of the fields above (0: not computed yet), which
+	// every key holding the mesh feeds: hashing its strings again for each
+	// of a push's thousands of keys cost a sixth of a warm CDS build. Set
+	// the fields before the mesh is first used; it is immutable after.
+	hash atomic.Uint64
 }
 
 // DefaultMesh returns istiod's defaults.
@@ -113,7 +122,33 @@ func DefaultMesh() *Mesh {
 	}
 }
 
+// Clone returns a copy of m to change before its first use (a Mesh value
+// must not be copied: the copy would keep m's cached hash).
+func (m *Mesh) Clone() *Mesh {
+	return &Mesh{
+		DomainSuffix:             m.DomainSuffix,
+		TrustDomain:              m.TrustDomain,
+		RootNamespace:            m.RootNamespace,
+		ConnectTimeout:           m.ConnectTimeout,
+		OutboundAllowAny:         m.OutboundAllowAny,
+		EnableAutoMTLS:           m.EnableAutoMTLS,
+		ProtocolDetectionTimeout: m.ProtocolDetectionTimeout,
+		ClusterID:                m.ClusterID,
+	}
+}
+
 func (m *Mesh) hashInto(h *Hasher) {
+	v := m.hash.Load()
+	if v == 0 {
+		v = m.fieldsHash()
+		m.hash.Store(v)
+	}
+	h.U64(v)
+}
+
+func (m *Mesh) fieldsHash() uint64 {
+	hh := NewHasher("mesh")
+	h := &hh
 	h.Str(m.DomainSuffix)
 	h.Str(m.TrustDomain)
 	h.Str(m.RootNamespace)
@@ -122,4 +157,8 @@ func (m *Mesh) hashInto(h *Hasher) {
 	h.Bool(m.EnableAutoMTLS)
 	h.U64(uint64(m.ProtocolDetectionTimeout))
 	h.Str(m.ClusterID)
+	if v := h.Sum(); v != 0 {
+		return v
+	}
+	return 1
 }

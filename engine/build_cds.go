@@ -148,7 +148,15 @@ func (b *cdsBuilder) outbound(svc *index.Service, dst []Resource) ([]Resource, e
 	}
 	k := &b.key
 	dr := destinationRule(b.snap, k.Mesh, b.sc.Namespace, svc)
-	shard := b.snap.Endpoints(svc.Key)
+	dns := svc.Resolution == index.ResolutionDNS || svc.Resolution == index.ResolutionDNSRoundRobin
+	// A mesh-external service without a DestinationRule reads nothing from
+	// its endpoints but inline DNS endpoints (no auto mTLS: no SANs, no
+	// inferred mode), so a router over thousands of ServiceEntries skips
+	// the lookups.
+	var shard *index.EndpointShard
+	if dr != nil || !svc.MeshExternal || dns {
+		shard = b.snap.Endpoints(svc.Key)
+	}
 	spec, _ := clusterDRSpec(dr)
 	*k = encode.ClusterKey{
 		Role: encode.ClusterOutbound, Mesh: k.Mesh, ProxyType: k.ProxyType, IPv6: k.IPv6,
@@ -157,7 +165,7 @@ func (b *cdsBuilder) outbound(svc *index.Service, dst []Resource) ([]Resource, e
 		DestinationRule: dr,
 		ServiceAccounts: serviceAccounts(b.snap.Symbols, svc, shard),
 	}
-	if svc.Resolution == index.ResolutionDNS || svc.Resolution == index.ResolutionDNSRoundRobin {
+	if dns {
 		k.Endpoints = shard
 	}
 	topPassthrough := spec.GetTrafficPolicy().GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH

@@ -248,9 +248,9 @@ func (sc *Scope) egressProxyCluster(mesh *encode.Mesh) string {
 // meshFlipped is the mesh with OutboundAllowAny inverted, made once.
 func (e *Engine) meshFlipped() *encode.Mesh {
 	e.flippedOnce.Do(func() {
-		m := *e.mesh
+		m := e.mesh.Clone()
 		m.OutboundAllowAny = !m.OutboundAllowAny
-		e.flipped = &m
+		e.flipped = m
 	})
 	return e.flipped
 }

@@ -1,0 +1,40 @@
+package encode
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestMeshClone: Clone copies every exported field (a field added to Mesh
+// and forgotten in Clone fails here), and a clone changed before its first
+// use hashes as its new fields, not as the mesh it came from.
+func TestMeshClone(t *testing.T) {
+	m := &Mesh{DomainSuffix: "a", TrustDomain: "b", RootNamespace: "c", ConnectTimeout: time.Second, OutboundAllowAny: true,
+		EnableAutoMTLS: true, ProtocolDetectionTimeout: time.Minute, ClusterID: "d"}
+	mv := reflect.ValueOf(m).Elem()
+	for i := 0; i < mv.NumField(); i++ {
+		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
+			t.Fatalf("set %s in this test", f.Name)
+		}
+	}
+	var h Hasher
+	m.hashInto(&h) // caches m's hash
+	c := m.Clone()
+	cv := reflect.ValueOf(c).Elem()
+	for i := 0; i < mv.NumField(); i++ {
+		if f := mv.Type().Field(i); f.IsExported() && !reflect.DeepEqual(mv.Field(i).Interface(), cv.Field(i).Interface()) {
+			t.Errorf("Clone does not copy %s", f.Name)
+		}
+	}
+	c.OutboundAllowAny = false
+	if c.fieldsHash() == m.fieldsHash() {
+		t.Fatal("OutboundAllowAny does not change the mesh's hash")
+	}
+	var hm, hc Hasher
+	m.hashInto(&hm)
+	c.hashInto(&hc)
+	if hm.Sum() == hc.Sum() {
+		t.Error("a changed clone hashes as the mesh it came from")
+	}
+}
