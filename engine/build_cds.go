@@ -48,6 +48,11 @@ func buildClusters(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []st
 		}
 	}
 	b.want = want
+	if wildcard {
+		// One cluster per service port at least: grown once, not doubled
+		// (each doubling copies the list and its pointers again).
+		dst = slices.Grow(dst, len(sc.Services)+8)
+	}
 	for _, id := range sc.Services {
 		var err error
 		if dst, err = b.outbound(sc.Snapshot.ServiceByID(id), dst); err != nil {
