@@ -23,13 +23,23 @@ import (
 // so the write buffer goes back to a shared pool after each flush and
 // frames are read straight from the socket (requests are rare and mostly
 // small; a large ACK is read into its own buffer either way).
+//
+// The receive windows are fixed (1 MiB, far above any request), which
+// turns off gRPC's BDP estimation: with it on, every request a proxy sends
+// (each ACK) made the server send a PING and read its ACK, two more
+// syscalls per proxy per push on each side.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(rawCodec{}),
 		grpc.SharedWriteBuffer(true),
 		grpc.ReadBufferSize(0),
+		grpc.InitialWindowSize(serverWindow),
+		grpc.InitialConnWindowSize(serverWindow),
 	}
 }
+
+// serverWindow is the stream and connection receive window.
+const serverWindow = 1 << 20
 
 // rawMessage is an already encoded protobuf message, sent as its bytes. The
 // codec hands buf to gRPC, which returns it to pool once written, so a
