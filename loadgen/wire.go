@@ -328,12 +328,20 @@ func (d *decoder) any(b []byte, r *response, name uint32) error {
 
 // cluster decodes a Cluster: its name, and for an EDS cluster a ref to its
 // EDS service name (eds_cluster_config.service_name, or the cluster name).
+//
+// The walk stops once the name, the discovery type and (for EDS) the EDS
+// config are seen: encoders that write fields in number order (vtprotobuf,
+// pilotfish's direct encoder) put all three first, and the rest of a
+// cluster (TLS contexts, metadata, filters: most of its bytes) is then not
+// read. type and cluster_type are one oneof, so a cluster with a type has
+// no custom type further on. An encoding that repeats these fields later
+// (never done by a real encoder) would be read by its first values.
 func (d *decoder) cluster(b []byte, r *response) (name []byte, err error) {
 	var discoveryType uint64 // STATIC unless set
-	var custom bool
+	var custom, typed, eds bool
 	var service []byte
 	var f field
-	for len(b) > 0 {
+	for len(b) > 0 && (name == nil || !typed || (discoveryType == clusterTypeEDS && !eds)) {
 		var ok bool
 		if b, ok = nextField(b, &f); !ok {
 			return nil, errMalformed("Cluster")
@@ -342,11 +350,11 @@ func (d *decoder) cluster(b []byte, r *response) (name []byte, err error) {
 		case f.num == fClusterName && f.typ == protowire.BytesType:
 			name = f.bytes
 		case f.num == fClusterType && f.typ == protowire.VarintType:
-			discoveryType = f.varint
+			discoveryType, typed = f.varint, true
 		case f.num == fClusterClusterType:
 			custom = true
 		case f.num == fClusterEDSConfig && f.typ == protowire.BytesType:
-			service = bytesField(f.bytes, fEDSServiceName)
+			service, eds = bytesField(f.bytes, fEDSServiceName), true
 		}
 	}
 	if custom || discoveryType != clusterTypeEDS {
