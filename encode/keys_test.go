@@ -18,7 +18,7 @@ var keyTypes = []encode.Key{
 	&encode.ClusterKey{},
 	&encode.EndpointsKey{},
 	&encode.VirtualHostKey{}, &encode.OutboundListenerKey{}, &encode.VirtualOutboundKey{}, &encode.VirtualInboundKey{}, &encode.GRPCListenerKey{}, &encode.GRPCServerListenerKey{},
-	&encode.GatewayListenerKey{}, &encode.GatewayVirtualHostKey{}, &encode.NameTableKey{},
+	&encode.GatewayListenerKey{}, &encode.GatewayVirtualHostKey{}, &encode.NameTableKey{}, &encode.SecretKey{},
 }
 
 // hashExempt lists the types a key may hold without feeding them to Hash,

@@ -13,6 +13,10 @@ const (
 	ConfigAuthorizationPolicy
 	ConfigPeerAuthentication
 	ConfigRequestAuthentication
+	// ConfigSecret is a Kubernetes Secret holding gateway credentials
+	// (credentialName): its Spec is a map[string][]byte of the credential
+	// keys only (ingest drops every other key before the index sees it).
+	ConfigSecret
 	numConfigKinds
 )
 
@@ -21,7 +25,7 @@ const NumConfigKinds = int(numConfigKinds)
 
 var configKindNames = [...]string{
 	"VirtualService", "DestinationRule", "Gateway", "Sidecar", "ServiceEntry",
-	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication",
+	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication", "Secret",
 }
 
 func (k ConfigKind) String() string {

@@ -151,6 +151,8 @@ func (c *Converter) rows(b *index.Batch, o *Object) []rowRef {
 		return c.serviceEntry(b, o)
 	case KindWorkloadEntry:
 		return c.workloadEntry(b, o)
+	case KindSecret:
+		return c.secret(b, o)
 	default:
 		if kind, ok := configKinds[o.Kind]; ok {
 			return c.oneRef(c.config(b, o, kind, nil))

@@ -454,6 +454,8 @@ func objectMeta(obj any) *metav1.ObjectMeta {
 		return &o.ObjectMeta
 	case *discoveryv1.EndpointSlice:
 		return &o.ObjectMeta
+	case *corev1.Secret:
+		return &o.ObjectMeta
 	}
 	panic(fmt.Sprintf("ingest: no ObjectMeta in %T", obj))
 }

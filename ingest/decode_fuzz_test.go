@@ -47,6 +47,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// A gateway credential Secret: data (base64), stringData, a bad key.
+	f.Add([]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: gw-cert, namespace: gw}\ntype: kubernetes.io/tls\n" +
+		"data: {tls.crt: Q0VSVA==, tls.key: S0VZ, bad key: eA==}\nstringData: {ca.crt: CA}\n"))
 	if workloads := benchWorkloads(f, 2); workloads != nil {
 		names := make([]string, 0, len(workloads))
 		for name := range workloads {

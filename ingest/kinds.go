@@ -29,6 +29,7 @@ const (
 	KindAuthorizationPolicy
 	KindPeerAuthentication
 	KindRequestAuthentication
+	KindSecret
 	numKinds
 )
 
@@ -100,6 +101,7 @@ var kinds = [numKinds]kindInfo{
 	KindAuthorizationPolicy:   {"AuthorizationPolicy", "security.istio.io", securityVersions, true, protoNew[security.AuthorizationPolicy]()},
 	KindPeerAuthentication:    {"PeerAuthentication", "security.istio.io", securityVersions, true, protoNew[security.PeerAuthentication]()},
 	KindRequestAuthentication: {"RequestAuthentication", "security.istio.io", securityVersions, true, protoNew[security.RequestAuthentication]()},
+	KindSecret:                {"Secret", "", []string{"v1"}, true, kubeNew[corev1.Secret]()},
 }
 
 type groupKind struct{ group, kind string }

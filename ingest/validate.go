@@ -64,6 +64,8 @@ func Validate(o *Object) []error {
 		v.pod(s)
 	case *corev1.Namespace:
 		// Its name is all there is to check.
+	case *corev1.Secret:
+		v.secret(s)
 	}
 	sortErrors(v.errs)
 	return v.errs

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -48,4 +49,22 @@ func AuthorizeCredential(ctx context.Context, secretNS string) error {
 		return status.Errorf(codes.PermissionDenied, "%s may not read credentials of namespace %q", id, secretNS)
 	}
 	return nil
+}
+
+// errCredUnchecked marks a stream whose credential check has not run yet.
+var errCredUnchecked = errors.New("credential check not made")
+
+// credentialsAllowed reports whether the stream may receive the gateway
+// credentials of its node's namespace: its TLS client certificate, verified
+// against the mesh CA, names an identity in that namespace. The check runs
+// once per stream (the peer does not change) and a refusal is logged once;
+// a refused stream's SDS requests are answered with no resources.
+func (c *conn) credentialsAllowed() bool {
+	if errors.Is(c.credAuth, errCredUnchecked) {
+		c.credAuth = AuthorizeCredential(c.ss.Context(), c.namespace)
+		if c.credAuth != nil {
+			c.log.Warn("xds credentials refused to this stream", "namespace", c.namespace, "err", c.credAuth)
+		}
+	}
+	return c.credAuth == nil
 }

@@ -154,6 +154,8 @@ type conn struct {
 	seq       uint64            // connect sequence number: admission order (limits.go)
 	status    *connStatus       // the stream's entry in the debug registry (connections.go)
 	genAt     time.Time         // when the response being assembled started generating (pilot_xds_push_time)
+	namespace string            // the node's namespace, for the credential check (identity_sds.go)
+	credAuth  error             // the credential check's result once made; errCredUnchecked before
 }
 
 // open validates the first request's node and connects the proxy.
@@ -184,13 +186,17 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 		return nil, status.Errorf(code, "connect %s: %v", node.GetId(), err)
 	}
 	c := &conn{
-		srv:   s,
-		ss:    ss,
-		sess:  sess,
-		log:   s.log.With("proxy", sess.ID(), "delta", delta),
-		delta: delta,
-		peer:  addr,
-		seq:   s.streams.Add(1),
+		srv:      s,
+		ss:       ss,
+		sess:     sess,
+		log:      s.log.With("proxy", sess.ID(), "delta", delta),
+		delta:    delta,
+		peer:     addr,
+		seq:      s.streams.Add(1),
+		credAuth: errCredUnchecked,
+	}
+	if n, err := engine.ParseNode(node); err == nil {
+		c.namespace = n.Namespace
 	}
 	s.track(c, node, addr)
 	s.metrics.Connected(delta)
@@ -233,6 +239,9 @@ func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []en
 		c.srv.metrics.PushError(typeURL, c.failReason("generate"))
 		c.log.Error("xds generate failed", "type", typeURL, "err", err)
 		return nil, false, status.Errorf(codes.Internal, "generate %s: %v", typeURL, err)
+	}
+	if typeURL == engine.TypeSecret && !c.credentialsAllowed() {
+		return res[:0], true, nil // answered, with no credential
 	}
 	return res, true, nil
 }

@@ -138,6 +138,7 @@ func startCAServeDir(t *testing.T, dir string, co caOptions) started {
 			t.Error("serve did not shut down")
 		}
 	})
+	waitReady(t, "http://"+s.httpAddr.String()) // xDS streams are refused before
 	return s
 }
 

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/pilotfish-mesh/pilotfish/ca"
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/engine"
+	"github.com/pilotfish-mesh/pilotfish/ingest"
+)
+
+// gatewaySecretYAML is Secret gw-cert of namespace gw with a certificate
+// and key, base64 as kubectl writes them.
+func gatewaySecretYAML(cert, key []byte) string {
+	b64 := base64.StdEncoding.EncodeToString
+	return "apiVersion: v1\nkind: Secret\nmetadata: {name: gw-cert, namespace: gw}\ntype: kubernetes.io/tls\ndata:\n" +
+		"  tls.crt: " + b64(cert) + "\n  tls.key: " + b64(key) + "\n"
+}
+
+// sdsStream opens an ADS stream as router gw-0.gw and asks for
+// kubernetes://gw-cert.
+func sdsStream(t *testing.T, cc *grpc.ClientConn) discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _ := structpb.NewStruct(map[string]any{"NAMESPACE": "gw", "CLUSTER_ID": "Kubernetes"})
+	if err := stream.Send(&discoveryv3.DiscoveryRequest{
+		Node:          &corev3.Node{Id: "router~10.244.0.30~gw-0.gw~gw.svc.cluster.local", Metadata: md},
+		TypeUrl:       engine.TypeSecret,
+		ResourceNames: []string{"kubernetes://gw-cert"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return stream
+}
+
+// certOf returns the certificate chain of the response's one Secret.
+func certOf(t *testing.T, r *discoveryv3.DiscoveryResponse) []byte {
+	t.Helper()
+	if len(r.Resources) != 1 {
+		t.Fatalf("%d secrets, want 1", len(r.Resources))
+	}
+	s := &tlsv3.Secret{}
+	if err := r.Resources[0].UnmarshalTo(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	return s.GetTlsCertificate().GetCertificateChain().GetInlineBytes()
+}
+
+// TestSDSGatewayCredentials: a router whose client certificate (from
+// pilotfish's CA) proves an identity in its namespace gets the Secret it
+// names over ADS on the TLS port, and the new certificate when the Secret
+// changes; the same request over plaintext, or from an identity of another
+// namespace, gets no credential; the Secret's key never shows in
+// /debug/configz or /debug/config_dump.
+func TestSDSGatewayCredentials(t *testing.T) {
+	if got, want := ingest.CredentialKeys(), encode.CredentialKeys; !bytes.Equal([]byte(fmtList(got)), []byte(fmtList(want))) {
+		t.Fatalf("ingest keeps %v, encode serves %v", got, want)
+	}
+	iss := newTestIssuer(t, "https://issuer.pilotfish.test", "istio-ca")
+	dir := t.TempDir()
+	cert1, key1 := testKeyPair(t, "gw.example.com")
+	writeAtomic(t, dir, "mesh.yaml", svcYAML)
+	writeAtomic(t, dir, "secret.yaml", gatewaySecretYAML(cert1, key1))
+	root := filepath.Join(t.TempDir(), "root-cert.pem")
+	s := startCAServeDir(t, dir, caOptions{jwtRule: iss.rule, tlsAddr: "127.0.0.1:0", rootCertOut: root})
+
+	rootPEM, err := os.ReadFile(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(rootPEM)
+	dialTLS := func(ns, sa string) *grpc.ClientConn {
+		c := issueFiles(t, s.grpcAddr.String(), iss.token(t, ns, sa, "istio-ca", time.Hour), filepath.Join(t.TempDir(), sa))
+		cc, err := grpc.NewClient(s.grpcTLSAddr.String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+			RootCAs: roots, ServerName: ca.DefaultServingDNSName, MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c},
+		})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cc.Close() })
+		return cc
+	}
+
+	gw := sdsStream(t, dialTLS("gw", "gateway"))
+	r, err := gw.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := certOf(t, r); !bytes.Equal(got, cert1) {
+		t.Fatal("the router did not get the Secret's certificate")
+	}
+
+	// A rotated certificate is pushed.
+	cert2, key2 := testKeyPair(t, "gw.example.com")
+	if err := gw.Send(&discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeSecret, ResourceNames: []string{"kubernetes://gw-cert"},
+		VersionInfo: r.VersionInfo, ResponseNonce: r.Nonce}); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, dir, "secret.yaml", gatewaySecretYAML(cert2, key2))
+	r, err = gw.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := certOf(t, r); !bytes.Equal(got, cert2) {
+		t.Fatal("the rotated certificate was not pushed")
+	}
+
+	// Plaintext, and an identity of another namespace: no credential.
+	plain, err := grpc.NewClient(s.grpcAddr.String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plain.Close() })
+	for what, cc := range map[string]*grpc.ClientConn{"plaintext": plain, "identity of namespace other": dialTLS("other", "gateway")} {
+		r, err := sdsStream(t, cc).Recv()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(r.Resources) != 0 {
+			t.Errorf("%s: %d secrets served", what, len(r.Resources))
+		}
+	}
+
+	// Never in debug output.
+	keyB64 := base64.StdEncoding.EncodeToString(key2)
+	for path, listed := range map[string]string{"/debug/configz": `"gw-cert"`, "/debug/config_dump?proxyID=gw-0.gw": "kubernetes://gw-cert"} {
+		code, b := get(t, "http://"+s.httpAddr.String()+path)
+		if code != http.StatusOK || !bytes.Contains(b, []byte(listed)) {
+			t.Errorf("%s: %d, without %s: %.300s", path, code, listed, b)
+		}
+		if bytes.Contains(b, key2) || bytes.Contains(b, []byte(keyB64)) || bytes.Contains(b, key2[40:80]) {
+			t.Errorf("%s shows the private key", path)
+		}
+	}
+}
+
+// testKeyPair is a self-signed certificate and its key, PEM-encoded.
+func testKeyPair(t *testing.T, cn string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, DNSNames: []string{cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+}
+
+// writeAtomic writes dir/name through a rename, so the watcher sees one
+// complete change.
+func writeAtomic(t *testing.T, dir, name, content string) {
+	t.Helper()
+	tmp := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReady waits for serve's /ready.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	eventually(t, "serve ready", func() string {
+		if code, b := get(t, base+"/ready"); code != http.StatusOK {
+			return fmt.Sprintf("/ready: %d %s", code, b)
+		}
+		return ""
+	})
+}
+
+func fmtList(l []string) string { return strings.Join(l, ",") }
