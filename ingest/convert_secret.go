@@ -100,3 +100,15 @@ func validSecretKey(k string) bool {
 	}
 	return true
 }
+
+// transformSecret is the Secret informer's transform: the cache keeps a
+// Secret's trimmed metadata, its type and its credential keys only, so no
+// other secret material (and nothing of a Secret that holds no credential)
+// stays in pilotfish's memory.
+func transformSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Secret{ObjectMeta: trimMeta(&s.ObjectMeta), Type: s.Type, Data: credentialData(s)}, nil
+}

@@ -94,6 +94,18 @@ var coreKinds = []coreKind{
 	}, transformEndpointSlice},
 }
 
+// secretKind is the Secret informer, started with KubeSourceOptions.Secrets:
+// reading Secrets needs RBAC a deployment grants on purpose.
+var secretKind = coreKind{KindSecret, func(c kubernetes.Interface) cache.SharedIndexInformer {
+	return coreinformers.NewFilteredSecretInformer(c, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = secretFieldSelector })
+}, transformSecret}
+
+// secretFieldSelector leaves out the Secrets that are never gateway
+// credentials and are the most numerous, as istiod's Secret controller
+// does: service-account tokens and Helm release records.
+const secretFieldSelector = "type!=kubernetes.io/service-account-token,type!=helm.sh/release.v1"
+
 // kubeObject turns a cached (transformed) informer object into the Object
 // the converter and Validate read. ok is false for a type the source does
 // not convert.
@@ -107,6 +119,8 @@ func kubeObject(obj any) (o *Object, ok bool) {
 		return &Object{Kind: KindPod, APIVersion: "v1", Meta: x.ObjectMeta, Spec: x.pod()}, true
 	case *corev1.Namespace:
 		return &Object{Kind: KindNamespace, APIVersion: "v1", Meta: x.ObjectMeta, Spec: x}, true
+	case *corev1.Secret:
+		return &Object{Kind: KindSecret, APIVersion: "v1", Meta: x.ObjectMeta, Spec: x}, true
 	case *networkingv1.VirtualService:
 		return istioObject(KindVirtualService, networkingGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1.DestinationRule:

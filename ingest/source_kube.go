@@ -37,6 +37,10 @@ type KubeSourceOptions struct {
 	// them down only when they are converted: it exists to measure what the
 	// transforms save, at a cost in memory and CPU no server should pay.
 	KeepWholeObjects bool
+	// Secrets watches Secrets for gateway credentials (credentialName).
+	// It needs get, list and watch on secrets cluster-wide; only the
+	// credential keys of each are kept.
+	Secrets bool
 }
 
 // KubeSource applies the objects of a Kubernetes API server to the index
@@ -124,7 +128,11 @@ func (s *KubeSource) Errors() []error {
 // applies changes until ctx ends. It returns when ctx ends.
 func (s *KubeSource) Run(ctx context.Context) error {
 	defer s.stopAll()
-	for _, ck := range coreKinds {
+	kinds := coreKinds
+	if s.opts.Secrets {
+		kinds = append(kinds[:len(kinds):len(kinds)], secretKind)
+	}
+	for _, ck := range kinds {
 		s.start(ctx, ck.kind, ck.newInformer(s.opts.Client), ck.transform)
 	}
 	istio := newCRDWatch(s)

@@ -95,6 +95,13 @@ func newKubeFixtureClient() *kubefake.Clientset { return kubefake.NewClientset()
 
 func newKubeFixtureWith(t *testing.T, cs *kubefake.Clientset, withCRDs bool, objs ...any) *kubeFixture {
 	t.Helper()
+	return newKubeFixtureOpts(t, cs, withCRDs, KubeSourceOptions{}, objs...)
+}
+
+// newKubeFixtureOpts is newKubeFixtureWith with source options (the
+// fixture sets the clients and the timings).
+func newKubeFixtureOpts(t *testing.T, cs *kubefake.Clientset, withCRDs bool, opts KubeSourceOptions, objs ...any) *kubeFixture {
+	t.Helper()
 	kube := &fakeKube{Clientset: cs, disco: &lockedDiscovery{FakeDiscovery: cs.Discovery().(*fakediscovery.FakeDiscovery)}}
 	f := &kubeFixture{t: t, kube: kube, istio: istiofake.NewSimpleClientset(), w: index.NewWriter()}
 	if withCRDs {
@@ -103,8 +110,8 @@ func newKubeFixtureWith(t *testing.T, cs *kubefake.Clientset, withCRDs bool, obj
 	for _, o := range objs {
 		f.create(o)
 	}
-	f.src = NewKubeSource(f.w, KubeSourceOptions{Client: f.kube, Istio: f.istio,
-		BatchWindow: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond})
+	opts.Client, opts.Istio, opts.BatchWindow, opts.DiscoveryInterval = f.kube, f.istio, time.Millisecond, 20*time.Millisecond
+	f.src = NewKubeSource(f.w, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.src.Run(ctx) }()
@@ -133,6 +140,8 @@ func (f *kubeFixture) create(o any) {
 		_, err = f.kube.DiscoveryV1().EndpointSlices(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
 	case *networkingv1.VirtualService:
 		_, err = f.istio.NetworkingV1().VirtualServices(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
+	case *corev1.Secret:
+		_, err = f.kube.CoreV1().Secrets(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
 	default:
 		f.t.Fatalf("create %T", o)
 	}

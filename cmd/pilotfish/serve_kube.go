@@ -32,6 +32,8 @@ type kubeOptions struct {
 	// discoveryInterval: how often discovery is polled for Istio CRDs
 	// (tests shorten it).
 	discoveryInterval time.Duration
+	// watchSecrets: read Secrets for gateway credentials.
+	watchSecrets bool
 }
 
 func addKubeFlags(f *pflag.FlagSet, o *kubeOptions) {
@@ -39,6 +41,8 @@ func addKubeFlags(f *pflag.FlagSet, o *kubeOptions) {
 		`empty: in-cluster when running in a pod (KUBERNETES_SERVICE_HOST is set) and --config-dir is not given, else no API server`)
 	f.StringVar(&o.clusterID, "cluster-id", envString("CLUSTER_ID", "Kubernetes"), "ID of the cluster the endpoints belong to (CLUSTER_ID): stamped on endpoint and cluster metadata (istio.workload) whatever a proxy's own CLUSTER_ID says, and logged with the API server source")
 	f.DurationVar(&o.discoveryInterval, "crd-poll-interval", 10*time.Second, "how often the API server is asked whether Istio's CRDs were installed or removed")
+	f.BoolVar(&o.watchSecrets, "watch-secrets", false, "watch the API server's Secrets for gateway credentials (credentialName, served over SDS to the gateways of their namespace); "+
+		"needs get, list and watch on secrets cluster-wide (the chart's gatewayCredentials value grants it); only the certificate keys of a Secret are kept")
 }
 
 // restConfig is the API server to watch, nil when none is configured. The
@@ -104,6 +108,7 @@ func newSources(o *serveOptions, w *index.Writer, log *slog.Logger) (*configSour
 		s.kube = ingest.NewKubeSource(w, ingest.KubeSourceOptions{
 			Client: client, Istio: istio, DomainSuffix: o.domain,
 			DiscoveryInterval: o.kube.discoveryInterval,
+			Secrets:           o.kube.watchSecrets,
 			Logger:            log.With("cluster", o.kube.clusterID, "api-server", cfg.Host),
 		})
 	}
