@@ -115,12 +115,19 @@ func startCAServe(t *testing.T, co caOptions) started {
 // startCAServeDir is startCAServe on a config directory of the caller's.
 func startCAServeDir(t *testing.T, dir string, co caOptions) started {
 	t.Helper()
+	return startServeWith(t, &serveOptions{configDir: dir, ca: co})
+}
+
+// startServeWith runs serve in-process with o's sources and CA (the test
+// timings and loopback addresses are set here) and waits for /ready.
+func startServeWith(t *testing.T, o *serveOptions) started {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan started, 1)
 	done := make(chan error, 1)
-	o := &serveOptions{configDir: dir, grpcAddr: "127.0.0.1:0", httpAddr: "127.0.0.1:0", domain: "cluster.local",
-		logLevel: "error", debounceAfter: 10 * time.Millisecond, debounceMax: time.Second, enableEDSDebounce: true,
-		pushThrottle: 10, resync: time.Second, shutdownGrace: time.Second, ca: co}
+	o.grpcAddr, o.httpAddr, o.domain, o.logLevel = "127.0.0.1:0", "127.0.0.1:0", "cluster.local", "error"
+	o.debounceAfter, o.debounceMax, o.enableEDSDebounce = 10*time.Millisecond, time.Second, true
+	o.pushThrottle, o.resync, o.shutdownGrace = 10, time.Second, time.Second
 	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()
 	var s started
 	select {

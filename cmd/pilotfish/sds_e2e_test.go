@@ -32,6 +32,7 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/ingest"
+	"github.com/pilotfish-mesh/pilotfish/internal/kubetest"
 )
 
 // gatewaySecretYAML is Secret gw-cert of namespace gw with a certificate
@@ -84,18 +85,45 @@ func certOf(t *testing.T, r *discoveryv3.DiscoveryResponse) []byte {
 // names over ADS on the TLS port, and the new certificate when the Secret
 // changes; the same request over plaintext, or from an identity of another
 // namespace, gets no credential; the Secret's key never shows in
-// /debug/configz or /debug/config_dump.
+// /debug/configz or /debug/config_dump. Secrets come from the config
+// directory, and from a real API server with --watch-secrets.
 func TestSDSGatewayCredentials(t *testing.T) {
 	if got, want := ingest.CredentialKeys(), encode.CredentialKeys; !bytes.Equal([]byte(fmtList(got)), []byte(fmtList(want))) {
 		t.Fatalf("ingest keeps %v, encode serves %v", got, want)
 	}
+	t.Run("files", func(t *testing.T) {
+		dir := t.TempDir()
+		writeAtomic(t, dir, "mesh.yaml", svcYAML)
+		testSDS(t, func(co caOptions) started { return startCAServeDir(t, dir, co) },
+			func(y string) { writeAtomic(t, dir, "secret.yaml", y) })
+	})
+	t.Run("kubernetes", func(t *testing.T) {
+		c := kubetest.Start(t, kubetest.Options{})
+		c.EnsureNamespace(t, "gw")
+		apply := func(y string) {
+			file := filepath.Join(t.TempDir(), "secret.yaml")
+			if err := os.WriteFile(file, []byte(y), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := c.Kubectl(t, "apply", "-f", file); err != nil {
+				t.Fatalf("kubectl apply: %v\n%s", err, out)
+			}
+		}
+		testSDS(t, func(co caOptions) started {
+			return startServeWith(t, &serveOptions{ca: co, kube: kubeOptions{kubeconfig: c.Kubeconfig, clusterID: kubeClusterID,
+				discoveryInterval: 200 * time.Millisecond, watchSecrets: true}})
+		}, apply)
+	})
+}
+
+// testSDS runs the scenario against a server start starts, whose Secret
+// gw/gw-cert write sets.
+func testSDS(t *testing.T, start func(caOptions) started, write func(secretYAML string)) {
 	iss := newTestIssuer(t, "https://issuer.pilotfish.test", "istio-ca")
-	dir := t.TempDir()
 	cert1, key1 := testKeyPair(t, "gw.example.com")
-	writeAtomic(t, dir, "mesh.yaml", svcYAML)
-	writeAtomic(t, dir, "secret.yaml", gatewaySecretYAML(cert1, key1))
+	write(gatewaySecretYAML(cert1, key1))
 	root := filepath.Join(t.TempDir(), "root-cert.pem")
-	s := startCAServeDir(t, dir, caOptions{jwtRule: iss.rule, tlsAddr: "127.0.0.1:0", rootCertOut: root})
+	s := start(caOptions{jwtRule: iss.rule, tlsAddr: "127.0.0.1:0", rootCertOut: root})
 
 	rootPEM, err := os.ReadFile(root)
 	if err != nil {
@@ -130,7 +158,7 @@ func TestSDSGatewayCredentials(t *testing.T) {
 		VersionInfo: r.VersionInfo, ResponseNonce: r.Nonce}); err != nil {
 		t.Fatal(err)
 	}
-	writeAtomic(t, dir, "secret.yaml", gatewaySecretYAML(cert2, key2))
+	write(gatewaySecretYAML(cert2, key2))
 	r, err = gw.Recv()
 	if err != nil {
 		t.Fatal(err)
