@@ -19,6 +19,7 @@ var keyTypes = []encode.Key{
 	&encode.EndpointsKey{},
 	&encode.VirtualHostKey{}, &encode.OutboundListenerKey{}, &encode.VirtualOutboundKey{}, &encode.VirtualInboundKey{}, &encode.GRPCListenerKey{}, &encode.GRPCServerListenerKey{},
 	&encode.GatewayListenerKey{}, &encode.GatewayVirtualHostKey{}, &encode.NameTableKey{}, &encode.SecretKey{},
+	&encode.SidecarIngressListenerKey{}, &encode.SidecarInboundClusterKey{},
 }
 
 // hashExempt lists the types a key may hold without feeding them to Hash,

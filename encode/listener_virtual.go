@@ -124,6 +124,13 @@ type VirtualInboundKey struct {
 	// RequestAuthn are the RequestAuthentications selecting the workload,
 	// root namespace first.
 	RequestAuthn []*index.Config
+	// Sidecar is the Sidecar row selecting the workload when it has ingress
+	// listeners, which then replace Instances (inbound_sidecar.go);
+	// SidecarMTLS the PeerAuthentication modes of its ports, and ProxyIPs
+	// the proxy's addresses (comma-separated) its default bind comes from.
+	Sidecar     *index.Config
+	SidecarMTLS []PortMTLS
+	ProxyIPs    string
 }
 
 // Hash feeds every field but Syms.
@@ -151,6 +158,7 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	}
 	k.Authz.hashInto(&h)
 	hashCfgRows(&h, k.RequestAuthn)
+	hashSidecarInbound(&h, k)
 	return h.Sum()
 }
 
@@ -204,7 +212,13 @@ func VirtualInboundListener(k *VirtualInboundKey) (string, proto.Message) {
 	}
 	// One set of chains per target port; the first instance wins.
 	var seen []uint32
+	if k.Sidecar != nil {
+		chains = k.sidecarChains(chains, sec)
+	}
 	for i := range k.Instances {
+		if k.Sidecar != nil {
+			break // the Sidecar's ingress replaces the service ports
+		}
 		in := &k.Instances[i]
 		if slices.Contains(seen, in.TargetPort) || in.Port.Protocol == index.ProtocolUDP {
 			continue

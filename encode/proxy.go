@@ -61,6 +61,10 @@ type ProxyClass struct {
 	// them relevant). Proxies that differ only in other labels share a
 	// class.
 	Labels string
+	// ProxyIPs are the proxy's addresses, comma-separated, set only when
+	// its Sidecar's ingress listeners bind or send to the pod's own address
+	// (istiod names and binds them by it): only then is a class per proxy.
+	ProxyIPs string
 }
 
 // Hash feeds every field of the class.
@@ -75,6 +79,7 @@ func (p *ProxyClass) hashInto(h *Hasher) {
 	h.Str(p.Sidecar)
 	h.Str(p.Gateways)
 	h.Str(p.Labels)
+	h.Str(p.ProxyIPs)
 }
 
 // Mesh holds mesh-wide settings (istiod's MeshConfig subset pilotfish

@@ -76,7 +76,7 @@ func buildClusters(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []st
 	if sc.Class.Type != encode.ProxySidecar {
 		return dst, nil
 	}
-	if dst, err = b.inbound(dst); err != nil {
+	if dst, err = b.inboundClusters(dst); err != nil { // sidecar_ingress.go
 		return dst, err
 	}
 	return b.fixed(encode.ClusterInboundPassthrough, dst)

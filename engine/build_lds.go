@@ -83,7 +83,11 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			Authz:                    sec.authz,
 			RequestAuthn:             sec.ra,
 		}
+		setSidecarInbound(sc, sec, k) // a Sidecar's ingress listeners (sidecar_ingress.go)
 		if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.VirtualInboundListener); err != nil {
+			return dst, err
+		}
+		if dst, err = sidecarIngressListeners(cache, k, names, wildcard, dst); err != nil {
 			return dst, err
 		}
 	}

@@ -26,6 +26,7 @@ func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
 	}
 	// Proxyless gRPC clients are scoped too, as istiod scopes every proxy.
 	c.Sidecar = selectSidecar(snap, e.mesh.RootNamespace, node.Namespace, labels)
+	c.ProxyIPs = sidecarProxyIPs(snap, c.Sidecar, node)
 	c.Labels = securityLabels(snap, e.mesh.RootNamespace, node)
 	if node.Type == encode.ProxyRouter {
 		c.Gateways = selectGateways(snap, labels)
