@@ -36,7 +36,8 @@ func (s *scopedChanges) add(cs *index.ChangeSet, hadFull bool) *scopedChanges {
 	for kind, keys := range cs.Configs {
 		switch index.ConfigKind(kind) {
 		case index.ConfigVirtualService, index.ConfigDestinationRule, index.ConfigServiceEntry,
-			index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication:
+			index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication,
+			index.ConfigSidecar:
 		default:
 			if len(keys) > 0 {
 				return nil
@@ -73,6 +74,12 @@ func (s *scopedChanges) affects(prev, cur *Scope, rootNS string) bool {
 			}
 		}
 		for c := range s.configs {
+			if c.kind == index.ConfigSidecar {
+				if sc.holdsSidecar(c.key) { // sidecar.go
+					return true
+				}
+				continue
+			}
 			if isSecurityKind(c.kind) {
 				if sc.holdsPolicy(c.kind, c.key, rootNS) {
 					return true

@@ -369,3 +369,11 @@ func selectGateways(snap *index.Snapshot, labels map[string]string) string {
 	slices.Sort(refs)
 	return strings.Join(refs, ",")
 }
+
+// holdsSidecar reports whether a change to the Sidecar key can matter to the
+// scope: only the Sidecar the class uses. A Sidecar that starts or stops
+// selecting a proxy changes the proxy's class instead (reclassify), which
+// pushes to it.
+func (sc *Scope) holdsSidecar(key index.ConfigKey) bool {
+	return sc.Class.Sidecar != "" && sc.Class.Sidecar == sc.Snapshot.String(key.Namespace)+"/"+sc.Snapshot.String(key.Name)
+}

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"context"
 	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -277,4 +279,172 @@ func clusterNamesOf(cs []*clusterv3.Cluster) []string {
 		out = append(out, c.GetName())
 	}
 	return out
+}
+
+// TestSidecarIngressClasses: proxies under one Sidecar whose ingress names
+// every bind share a class; ingress without bind is named by each pod's
+// address (as istiod names it), so each such proxy has its own; a proxy
+// under another Sidecar has another class.
+func TestSidecarIngressClasses(t *testing.T) {
+	sw := newScopedWriter(t, ingressMesh, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: c, labels: {app: web}}
+spec: {containers: [{name: app, image: app}]}
+status: {podIP: 10.244.3.5}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-2, namespace: c, labels: {app: web}}
+spec: {containers: [{name: app, image: app}]}
+status: {podIP: 10.244.3.6}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api-1, namespace: c, labels: {app: api}}
+spec: {containers: [{name: app, image: app}]}
+status: {podIP: 10.244.3.7}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: web, namespace: c}
+spec:
+  workloadSelector: {labels: {app: web}}
+  ingress:
+  - port: {number: 8080, protocol: HTTP, name: http}
+    bind: 0.0.0.0
+    defaultEndpoint: 127.0.0.1:8081
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: api, namespace: c}
+spec:
+  workloadSelector: {labels: {app: api}}
+  ingress:
+  - port: {number: 8080, protocol: TCP, name: tcp}
+    bind: 0.0.0.0
+    defaultEndpoint: 127.0.0.1:8081
+`)
+	e := New(sw.w, Options{})
+	snap := sw.w.Snapshot()
+	class := func(ns, ip string) encode.ProxyClass {
+		return e.classOf(snap, &Node{ID: "p-" + ip, Type: encode.ProxySidecar, Namespace: ns, IPs: []netip.Addr{netip.MustParseAddr(ip)}})
+	}
+	web1, web2, api := class("c", "10.244.3.5"), class("c", "10.244.3.6"), class("c", "10.244.3.7")
+	if web1 != web2 || web1.ProxyIPs != "" {
+		t.Errorf("web pods under one Sidecar with explicit binds: classes differ\n%+v\n%+v", web1, web2)
+	}
+	if api == web1 {
+		t.Error("api under another Sidecar shares web's class")
+	}
+	r1, r2 := class("a", "10.244.1.5"), class("a", "10.244.1.6")
+	if r1 == r2 || r1.ProxyIPs != "10.244.1.5" || r1.Sidecar != "a/ratings" {
+		t.Errorf("ratings pods (ingress without bind): classes %+v / %+v, want one per pod address", r1, r2)
+	}
+	// The two web proxies' inbound resources are one cached set.
+	cache := verifyingCache()
+	var first []Resource
+	for _, ip := range []string{"10.244.3.5", "10.244.3.6"} {
+		cl := class("c", ip)
+		sc := NewScope(snap, &cl)
+		rs, err := buildListeners(sc, encode.DefaultMesh(), cache, []string{encode.VirtualInboundListenerName}, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = rs
+		} else if len(rs) != 1 || string(rs[0].Any) != string(first[0].Any) {
+			t.Error("the web proxies' virtualInbound listeners differ")
+		}
+	}
+}
+
+// TestSidecarIngressChangePushesOnlySelected: editing a Sidecar's ingress
+// pushes to the proxies it selects and to no other proxy (counted).
+func TestSidecarIngressChangePushesOnlySelected(t *testing.T) {
+	sw := newScopedWriter(t, ingressMesh)
+	e := New(sw.w, Options{DebounceAfter: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	sel, err := e.Connect(ctx, sidecarNode(t, "10.244.1.5", "ratings-1", "a"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := e.Connect(ctx, sidecarNode(t, "10.244.1.7", "other-1", "a"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	far, err := e.Connect(ctx, sidecarNode(t, "10.244.2.5", "db-1", "b"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := []*Conn{sel, other, far}
+	if sel.class.key.class.Sidecar != "a/ratings" || other.class.key.class.Sidecar != "" || far.class.key.class.Sidecar != "b/default" {
+		t.Fatalf("Sidecars %q %q %q", sel.class.key.class.Sidecar, other.class.key.class.Sidecar, far.class.key.class.Sidecar)
+	}
+	// Prime: a change everyone sees.
+	sw.apply(`
+apiVersion: v1
+kind: Service
+metadata: {name: prime, namespace: a}
+spec: {clusterIP: 10.96.0.9, ports: [{name: http, port: 80}]}`)
+	for _, c := range conns {
+		if _, ok := waitPush(t, c, 2*time.Second); !ok {
+			t.Fatalf("%s: no push after priming", c.ID())
+		}
+	}
+	counts := map[*Conn]int{}
+	for _, c := range conns {
+		for {
+			if _, ok := waitPush(t, c, 300*time.Millisecond); !ok {
+				break
+			}
+		}
+	}
+	sw.apply(`
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: ratings, namespace: a}
+spec:
+  workloadSelector: {labels: {app: ratings}}
+  ingress:
+  - port: {number: 9080, protocol: HTTP, name: http}
+    defaultEndpoint: 127.0.0.1:8081
+`)
+	for _, c := range conns {
+		for {
+			if _, ok := waitPush(t, c, 300*time.Millisecond); !ok {
+				break
+			}
+			counts[c]++
+		}
+	}
+	if counts[sel] == 0 || counts[other] != 0 || counts[far] != 0 {
+		t.Fatalf("pushes after editing a/ratings: selected %d (want >0), other in a %d, in b %d (want 0)", counts[sel], counts[other], counts[far])
+	}
+	// A new Sidecar selecting the other proxy moves it to a new class,
+	// which is pushed; the rest are not.
+	clear(counts)
+	sw.apply(`
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: other, namespace: a}
+spec:
+  workloadSelector: {labels: {app: other}}
+  ingress:
+  - port: {number: 7000, protocol: TCP, name: tcp}
+    bind: 0.0.0.0
+`)
+	for _, c := range conns {
+		for {
+			if _, ok := waitPush(t, c, 300*time.Millisecond); !ok {
+				break
+			}
+			counts[c]++
+		}
+	}
+	if counts[other] == 0 || counts[sel] != 0 || counts[far] != 0 {
+		t.Fatalf("pushes after adding a/other: other %d (want >0), ratings %d, in b %d (want 0)", counts[other], counts[sel], counts[far])
+	}
 }
