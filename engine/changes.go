@@ -31,6 +31,10 @@ type pendingChanges struct {
 	first  time.Time
 	last   time.Time
 	events int
+
+	// secrets are the changed Secret rows, which push SDS only
+	// (build_sds_push.go).
+	secrets map[index.ConfigKey]struct{}
 }
 
 func (a *changeAccumulator) init() { a.wake = make(chan struct{}, 1) }
@@ -44,8 +48,9 @@ func (a *changeAccumulator) add(_ *index.Snapshot, cs *index.ChangeSet) {
 	}
 	p.last = now
 	p.events++
-	if !endpointsOnly(cs) {
-		p.scoped = p.scoped.add(cs, p.full)
+	rest, hadSecrets := withoutSecrets(cs, &p.secrets)
+	if !(hadSecrets && rest.Empty()) && !endpointsOnly(rest) {
+		p.scoped = p.scoped.add(rest, p.full)
 		p.full = true
 	}
 	// Sidecars, Gateways and security policies select proxies by labels:

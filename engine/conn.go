@@ -26,6 +26,7 @@ type Conn struct {
 	inFlight  bool      // holds a throttle slot
 	closed    bool
 	edsNames  map[index.ServiceKey]struct{} // gRPC: services of named EDS subscriptions
+	sdsRefs   map[secretRef]struct{}        // Secrets its SDS requests read (build_sds_push.go)
 	sync      map[string]*typeSync          // type URL → last sent and acked versions
 	connected time.Time
 }
@@ -119,6 +120,9 @@ func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Res
 	sc := c.class.scope(c.e)
 	if typeURL == TypeEndpoint && !wildcard && c.node.Type == encode.ProxyGRPC {
 		c.noteEDSNames(sc.Snapshot, names)
+	}
+	if typeURL == TypeSecret {
+		c.noteSDSNames(names)
 	}
 	if res, ok := c.class.memoGet(sc.Snapshot.Version, typeURL, names, wildcard); ok {
 		return append(dst, res...), nil

@@ -27,7 +27,9 @@
 // then sends only types whose content changed for each stream); endpoint-only changes take the fast path — EDS for the changed
 // services' clusters, only to classes that see them and to gRPC clients
 // subscribed by name, plus CDS when the change alters clusters (DNS
-// endpoints, service accounts, inferred mTLS).
+// endpoints, service accounts, inferred mTLS). A Secret (gateway credential)
+// change pushes SDS only, to the connections whose SDS requests read that
+// Secret (build_sds_push.go).
 //
 // # Invariants
 //

@@ -34,6 +34,12 @@ func (e *Engine) push(p pendingChanges) {
 		e.pushClasses(e.scopedTargets(classes, p.scoped), Push{Full: true, Reason: "config"}, nil)
 		return
 	}
+	if len(p.secrets) > 0 {
+		e.pushSecrets(e.idx.Snapshot(), p.secrets)
+		if len(p.endpoints) == 0 {
+			return
+		}
+	}
 	// The endpoint fast path: only EDS, only the changed services' clusters,
 	// only to proxies that see them. Clusters depend on a few endpoint
 	// facts (DNS endpoints inline, service accounts for SANs, inferred
