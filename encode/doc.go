@@ -1,7 +1,8 @@
 // Package encode owns the xDS generators (CDS, EDS, LDS, RDS, gateway
 // listeners and routes, the NDS name table, proxyless
 // gRPC, inbound security: RBAC from AuthorizationPolicy, jwt_authn from
-// RequestAuthentication, PeerAuthentication's mTLS chains), their key
+// RequestAuthentication, PeerAuthentication's mTLS chains; a Sidecar's
+// ingress listeners and inbound connection pools, inbound_sidecar*.go), their key
 // structs, and the cache of pre-marshaled bytes.
 //
 // # Model

@@ -18,6 +18,10 @@
 // A class carries the Sidecar that scopes it and, for routers, the Gateways
 // that select it (sidecar.go): a Sidecar's egress narrows the scope, so a
 // proxy limited to its namespace builds and receives only that namespace.
+// A Sidecar's ingress listeners replace the proxy's service ports on the
+// inbound side (sidecar_ingress.go); when they take the pod's own address
+// the class carries the proxy's IPs, else proxies under one Sidecar share
+// it. A changed Sidecar pushes only to the classes that use it.
 //
 // Debounced changes become pushes: anything but endpoints is a Full push to
 // every class whose scope the change can touch (scope_push.go: a change of
