@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"log/slog"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
@@ -16,20 +15,37 @@ func init() { builders[TypeSecret] = buildSecrets }
 // from Secrets of the proxy's own namespace only, as istiod's SecretGen.
 // A name that is malformed, in another namespace, unknown, or whose Secret
 // cannot serve it is left out of the response (istiod does the same; Envoy
-// keeps waiting for it); the reason goes to the scope's log by name only.
+// keeps waiting for it); the reason goes to the engine's log, by name only.
 // Whether the stream may receive credentials at all (a verified identity in
 // that namespace) is serve's check. There is no wildcard: Envoy names
 // every secret it wants.
+//
+// As a builder (debug renders) it logs nothing; proxies' requests go
+// through Engine.buildSecrets, which logs to the engine's logger.
 func buildSecrets(sc *Scope, _ *encode.Mesh, cache *encode.Cache, names []string, _ bool, dst []Resource) ([]Resource, error) {
+	return secretsFor(sc, cache, names, dst, nil)
+}
+
+// buildSecrets is buildSecrets for a proxy's request: a credential left
+// out is logged at debug level by name and reason (the reasons name
+// Secrets and keys, never material).
+func (e *Engine) buildSecrets(sc *Scope, names []string, dst []Resource) ([]Resource, error) {
+	return secretsFor(sc, e.cache, names, dst, func(name string, err error) {
+		e.log.Debug("sds: credential not served", "namespace", sc.Class.Namespace, "resource", name, "reason", err)
+	})
+}
+
+func secretsFor(sc *Scope, cache *encode.Cache, names []string, dst []Resource, skipped func(string, error)) ([]Resource, error) {
 	snap := sc.Snapshot
 	for _, name := range names {
 		k, err := secretKey(snap, sc.Class.Namespace, name)
-		if err != nil {
-			logSecretSkipped(name, err)
-			continue
+		if err == nil {
+			_, err = encode.CredentialSecret(k)
 		}
-		if _, err := encode.CredentialSecret(k); err != nil {
-			logSecretSkipped(name, err)
+		if err != nil {
+			if skipped != nil {
+				skipped(name, err)
+			}
 			continue
 		}
 		e, err := encode.Resource(cache, encode.KindSecret, TypeSecret, k, encode.SecretResource)
@@ -75,12 +91,6 @@ func secretKey(snap *index.Snapshot, proxyNS, name string) (*encode.SecretKey, e
 		return nil, errNoSecret
 	}
 	return k, nil
-}
-
-// logSecretSkipped notes a credential left out of a response: the name
-// and why, never material (the errors name Secrets and keys only).
-func logSecretSkipped(name string, err error) {
-	slog.Debug("sds: credential not served", "resource", name, "reason", err)
 }
 
 var errNoSecret = fmt.Errorf("no such Secret with credential keys in the proxy's namespace")

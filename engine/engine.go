@@ -182,6 +182,9 @@ func (e *Engine) generate(sc *Scope, typeURL string, names []string, wildcard bo
 	if typeURL == TypeListener && sc.Class.Type == encode.ProxyRouter {
 		return buildGatewayListeners(sc, e.meshFor(sc), e.cache, names, wildcard, dst)
 	}
+	if typeURL == TypeSecret {
+		return e.buildSecrets(sc, names, dst) // logs what it leaves out (build_sds.go)
+	}
 	b, ok := builders[typeURL]
 	if !ok {
 		return dst, fmt.Errorf("%w: %s", ErrUnknownType, typeURL)

@@ -125,7 +125,10 @@ func startServeWith(t *testing.T, o *serveOptions) started {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan started, 1)
 	done := make(chan error, 1)
-	o.grpcAddr, o.httpAddr, o.domain, o.logLevel = "127.0.0.1:0", "127.0.0.1:0", "cluster.local", "error"
+	o.grpcAddr, o.httpAddr, o.domain = "127.0.0.1:0", "127.0.0.1:0", "cluster.local"
+	if o.logLevel == "" {
+		o.logLevel = "error"
+	}
 	o.debounceAfter, o.debounceMax, o.enableEDSDebounce = 10*time.Millisecond, time.Second, true
 	o.pushThrottle, o.resync, o.shutdownGrace = 10, time.Second, time.Second
 	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -42,6 +43,7 @@ type serveOptions struct {
 	webhook           webhookOptions // webhook.go
 	kube              kubeOptions    // serve_kube.go
 	leader            leaderOptions  // leader.go
+	logOut            io.Writer      // where logs go; nil is stderr (tests capture them)
 }
 
 func newServeCommand() *cobra.Command {
@@ -107,7 +109,7 @@ type started struct {
 // runServe wires and runs the server until ctx ends. onStart, if set, is
 // called with the bound addresses once both servers listen.
 func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error {
-	log, err := newLogger(o.logLevel)
+	log, err := newLogger(o.logLevel, o.logOut)
 	if err != nil {
 		return err
 	}
@@ -223,12 +225,15 @@ func resyncOption(d time.Duration) time.Duration {
 	return d
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+func newLogger(level string, out io.Writer) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	if out == nil {
+		out = os.Stderr
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: l})), nil
 }
 
 // backend adapts the engine to serve's Backend (serve may not be imported
