@@ -97,14 +97,15 @@ func TestMaxConnectionAge(t *testing.T) {
 		pushThrottle: 100, resync: time.Second, shutdownGrace: time.Second,
 		limits: limitOptions{maxConnAge: time.Second, maxConnAgeGrace: 200 * time.Millisecond}}
 	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()
-	var xdsAddr string
+	var xdsAddr, httpAddr string
 	select {
 	case s := <-addrs:
-		xdsAddr = s.grpcAddr.String()
+		xdsAddr, httpAddr = s.grpcAddr.String(), s.httpAddr.String()
 	case err := <-done:
 		t.Fatalf("serve exited: %v", err)
 	}
 	t.Cleanup(func() { cancel(); <-done })
+	waitReady(t, "http://"+httpAddr) // xDS streams are refused before
 
 	// A plain ADS stream: answered, then ended by the age's GOAWAY.
 	cc, err := grpc.NewClient(xdsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -51,6 +51,7 @@ func startPilotfish(t *testing.T, dir string) string {
 		cancel()
 		<-done
 	})
+	waitReady(t, "http://"+s.httpAddr.String()) // xDS streams are refused before
 	return s.grpcAddr.String()
 }
 

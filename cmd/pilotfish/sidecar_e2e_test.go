@@ -136,6 +136,7 @@ func startE2EServer(t *testing.T, dir string) string {
 	select {
 	case s := <-addrs:
 		t.Cleanup(func() { cancel(); <-done })
+		waitReady(t, "http://"+s.httpAddr.String()) // xDS streams are refused before
 		return s.grpcAddr.String()
 	case err := <-done:
 		cancel()

@@ -144,13 +144,15 @@ func newE2E(t *testing.T) *e2e {
 		logLevel: "error", debounceAfter: 10 * time.Millisecond, debounceMax: time.Second, enableEDSDebounce: true,
 		pushThrottle: 100, resync: time.Second, shutdownGrace: time.Second}
 	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()
+	var httpAddr string
 	select {
 	case s := <-addrs:
-		e.xds = s.grpcAddr.String()
+		e.xds, httpAddr = s.grpcAddr.String(), s.httpAddr.String()
 	case err := <-done:
 		t.Fatalf("serve exited: %v", err)
 	}
 	t.Cleanup(func() { cancel(); <-done })
+	waitReady(t, "http://"+httpAddr) // xDS streams are refused before
 
 	bootstrap := fmt.Sprintf(`{
 		"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": ["xds_v3"]}],
