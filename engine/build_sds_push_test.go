@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -198,5 +199,38 @@ func TestSecretChangePushesSDSToItsReadersOnly(t *testing.T) {
 	}
 	if got := sdsCerts(t, otherNS, "kubernetes://gw-cert"); !bytes.Equal(got["kubernetes://gw-cert"], cert2) {
 		t.Fatal("other/gw-cert not rotated after the full push")
+	}
+
+	// With endpoints in the same change, both fast paths run: SDS to the
+	// Secret's reader, EDS to the proxies that see the service, no full
+	// push, and no SDS to anyone else.
+	b = index.Batch{}
+	b.PutConfig(sdsSecretRow(sy, "other", "gw-cert", cert1, key1))
+	b.PutEndpoints(index.ServiceKey{Host: sy.Intern("new.gw.svc.cluster.local"), Namespace: sy.Intern("gw")},
+		index.EndpointGroup{Source: sy.Intern("slice"), Endpoints: []index.Endpoint{{Addr: netip.MustParseAddr("10.9.0.1")}}})
+	w.Apply(&b)
+	types := map[*Conn]map[string]bool{}
+	for _, c := range all {
+		types[c] = map[string]bool{}
+		for {
+			p, ok := waitPush(t, c, 300*time.Millisecond)
+			if !ok {
+				break
+			}
+			if p.Full {
+				t.Fatalf("secret with endpoints: %s got a full push", c.ID())
+			}
+			for _, ty := range p.Types {
+				types[c][ty] = true
+			}
+		}
+	}
+	if !types[otherNS][TypeSecret] || !types[sidecar][TypeEndpoint] {
+		t.Fatalf("secret with endpoints: the reader got %v, the sidecar %v; want SDS and EDS", types[otherNS], types[sidecar])
+	}
+	for _, c := range []*Conn{reader, otherName, caReader, sidecar} {
+		if types[c][TypeSecret] {
+			t.Errorf("secret with endpoints: %s got SDS for a Secret it does not read", c.ID())
+		}
 	}
 }
