@@ -77,8 +77,8 @@ func (e *Engine) pushSecrets(snap *index.Snapshot, keys map[index.ConfigKey]stru
 	for k := range keys {
 		refs = append(refs, secretRef{snap.String(k.Namespace), snap.String(k.Name)})
 	}
-	var targets []*Conn
 	e.mu.Lock()
+	targets := make([]*Conn, 0, len(e.conns))
 	for c := range e.conns {
 		targets = append(targets, c)
 	}
