@@ -17,8 +17,10 @@ import (
 // the ISTIO_MUTUAL context (and its ALPN on HTTP/2 ports). They are written
 // around constant pre-encoded fields. The TLS context travels as an Any
 // whose value proto.Equal compares byte for byte, so its fields are written
-// in the order vtprotobuf's marshal writes them (ascending field numbers);
-// without vtprotobuf the reference code builds them (cdAppendAutoMTLSRef).
+// in the order clAny's marshal writes them: ascending field numbers, which
+// vtprotobuf and (the one oneof, combined_validation_context, being the
+// highest field) Go's protobuf both give; the constant parts come from the
+// same marshaler (cdMsgBytes).
 
 // Field numbers of the TLS messages written here.
 const (
@@ -47,7 +49,6 @@ var (
 	cdALPNH2      = cdMsgBytes(&tlsv3.CommonTlsContext{AlpnProtocols: clALPNInMeshH2})
 	cdSDSDefault  = cdMsgBytes(&tlsv3.CommonTlsContext{TlsCertificateSdsSecretConfigs: clSDSDefaultList})
 	cdSDSRoot     = cdMsgBytes(&tlsv3.CommonTlsContext_CombinedCertificateValidationContext{ValidationContextSdsSecretConfig: clSDSRootConfig})
-	cdDirectTLS   = func() bool { _, ok := any(&tlsv3.UpstreamTlsContext{}).(vtMarshaler); return ok }()
 	cdTSMTagBytes = protowire.AppendTag(nil, cdTransportSocketMatches, protowire.BytesType)
 )
 
@@ -79,9 +80,6 @@ func cdAutoMTLS(k *ClusterKey) bool {
 func cdAppendAutoMTLS(dst []byte, k *ClusterKey, host string, h2 bool) []byte {
 	if !cdAutoMTLS(k) {
 		return dst
-	}
-	if !cdDirectTLS {
-		return cdAppendAutoMTLSRef(dst, k, host, h2)
 	}
 	// The SANs: spiffe://TD/ns/NS/sa/SA, sorted (by SA: the rest is common).
 	var scratch [8]string
@@ -165,21 +163,4 @@ func cdDigits(n uint32) int {
 		d++
 	}
 	return d
-}
-
-// cdAppendAutoMTLSRef appends the matches built by the reference code
-// (applyUpstreamTLS) and encoded alone: a message is the concatenation of
-// its fields.
-func cdAppendAutoMTLSRef(dst []byte, k *ClusterKey, host string, h2 bool) []byte {
-	c := &clusterv3.Cluster{ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}}
-	s := &clState{k: k, c: c, host: host}
-	if h2 {
-		s.setH2() // the ALPN of the TLS context depends on it
-	}
-	s.applyUpstreamTLS(nil, ClusterSNI(k.Port.Number, "", host))
-	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(dst, &clusterv3.Cluster{TransportSocketMatches: c.TransportSocketMatches})
-	if err != nil {
-		panic("encode: cluster transport socket matches: " + err.Error())
-	}
-	return out
 }
