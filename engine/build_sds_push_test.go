@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/netip"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -232,5 +233,43 @@ func TestSecretChangePushesSDSToItsReadersOnly(t *testing.T) {
 		if types[c][TypeSecret] {
 			t.Errorf("secret with endpoints: %s got SDS for a Secret it does not read", c.ID())
 		}
+	}
+}
+
+// TestSecretChangeReusesScopes: after a Secret rotation a class's scope is
+// the previous one carried to the new snapshot (no new NewScope: the
+// service view is the same map), and SDS from it serves the new Secret.
+func TestSecretChangeReusesScopes(t *testing.T) {
+	w := index.NewWriter()
+	sy := w.Symbols()
+	cert1, key1 := sdsCredential(t, "gw.example.com")
+	var b index.Batch
+	b.PutService(index.Service{Key: index.ServiceKey{Host: sy.Intern("a.gw.svc.cluster.local"), Namespace: sy.Intern("gw")},
+		Origin: index.OriginKubernetes, Ports: []index.Port{{Number: 80, Protocol: index.ProtocolHTTP}}})
+	b.PutConfig(sdsSecretRow(sy, "gw", "gw-cert", cert1, key1))
+	w.Apply(&b)
+	e := New(w, Options{})
+	c, err := e.Connect(context.Background(), routerNode(t, "10.2.0.1", "r1", "gw"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.class.scope(e)
+	if len(before.ByHost) == 0 {
+		t.Fatal("the router's scope sees no service")
+	}
+
+	cert2, key2 := sdsCredential(t, "gw.example.com")
+	b = index.Batch{}
+	b.PutConfig(sdsSecretRow(sy, "gw", "gw-cert", cert2, key2))
+	w.Apply(&b)
+	after := c.class.scope(e)
+	if after.Snapshot == before.Snapshot {
+		t.Fatal("the scope was not moved to the new snapshot")
+	}
+	if reflect.ValueOf(after.ByHost).UnsafePointer() != reflect.ValueOf(before.ByHost).UnsafePointer() {
+		t.Error("a Secret rotation made the class compute its scope again")
+	}
+	if got := sdsCerts(t, c, "kubernetes://gw-cert"); !bytes.Equal(got["kubernetes://gw-cert"], cert2) {
+		t.Error("SDS from the carried scope does not serve the rotated Secret")
 	}
 }

@@ -83,9 +83,10 @@ type Snapshot struct {
 	// Version increases by one with every published snapshot.
 	Version uint64
 	// ConfigVersion is the Version of the latest snapshot in which anything
-	// other than endpoint shards changed. Readers that depend only on
-	// services, workloads, namespaces and config (a proxy's scope) can reuse
-	// what they computed for an earlier snapshot with the same ConfigVersion.
+	// other than endpoint shards and Secrets changed. Readers that depend
+	// only on services, workloads, namespaces and config other than Secrets
+	// (a proxy's scope) can reuse what they computed for an earlier snapshot
+	// with the same ConfigVersion.
 	ConfigVersion uint64
 	// Symbols and Labels are shared by all snapshots of one writer.
 	Symbols *Symbols

@@ -461,7 +461,7 @@ func (a *applier) finish() (*Snapshot, *ChangeSet) {
 	}
 	next.endpoints = a.endpoints.commit()
 	next.ConfigVersion = a.prev.ConfigVersion
-	if !cs.EndpointsOnly() {
+	if cs.scopeChanged() { // secret.go
 		next.ConfigVersion = next.Version
 	}
 	return next, cs
