@@ -117,12 +117,14 @@ func (c *Conn) signal() {
 
 // Generate appends the resources of typeURL for this proxy to dst.
 func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+	if typeURL == TypeSecret {
+		// Noted before the snapshot is read: a Secret change either finds
+		// the note and pushes, or was published before this read.
+		c.noteSDSNames(names)
+	}
 	sc := c.class.scope(c.e)
 	if typeURL == TypeEndpoint && !wildcard && c.node.Type == encode.ProxyGRPC {
 		c.noteEDSNames(sc.Snapshot, names)
-	}
-	if typeURL == TypeSecret {
-		c.noteSDSNames(names)
 	}
 	if res, ok := c.class.memoGet(sc.Snapshot.Version, typeURL, names, wildcard); ok {
 		return append(dst, res...), nil
