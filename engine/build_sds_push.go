@@ -7,8 +7,7 @@ import (
 
 // A Secret row feeds nothing but SDS (buildSecrets), so its change is not
 // a full push: it pushes SDS only to the connections whose subscription
-// reads that Secret. Without this, rotating one gateway certificate
-// pushed every type to every proxy of the mesh.
+// reads that Secret, instead of every type to every proxy of the mesh.
 
 // secretRef names a Secret by namespace and name.
 type secretRef struct{ ns, name string }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
@@ -233,6 +235,38 @@ func TestSecretChangePushesSDSToItsReadersOnly(t *testing.T) {
 		if types[c][TypeSecret] {
 			t.Errorf("secret with endpoints: %s got SDS for a Secret it does not read", c.ID())
 		}
+	}
+
+	// With a change a scope rules out (a DestinationRule for a service
+	// private to namespace b), the full push goes to no one here, and the
+	// Secret's reader still gets SDS.
+	nsB := sy.Intern("b")
+	private := index.ServiceKey{Host: sy.Intern("p.b.svc.cluster.local"), Namespace: nsB}
+	b = index.Batch{}
+	b.PutService(index.Service{Key: private, Origin: index.OriginKubernetes, ExportTo: index.ExportTo{Private: true},
+		Ports: []index.Port{{Number: 80, Protocol: index.ProtocolHTTP}}})
+	w.Apply(&b)
+	for _, c := range all {
+		for ok := true; ok; _, ok = waitPush(t, c, 300*time.Millisecond) {
+		}
+	}
+	counts.take()
+	b = index.Batch{}
+	b.PutConfig(index.Config{Kind: index.ConfigDestinationRule, Key: index.ConfigKey{Namespace: nsB, Name: sy.Intern("p")},
+		Hosts: []index.Sym{private.Host}, Spec: &networking.DestinationRule{Host: "p.b.svc.cluster.local"}, Hash: 1})
+	b.PutConfig(sdsSecretRow(sy, "gw", "other-cert", cert2, key2))
+	w.Apply(&b)
+	p, ok := waitPush(t, otherName, 5*time.Second)
+	if !ok || !(p.Full || slices.Contains(p.Types, TypeSecret)) {
+		t.Fatalf("secret with an unrelated DestinationRule: the reader got %+v (ok=%v), want SDS", p, ok)
+	}
+	for _, c := range all {
+		if p, ok := waitPush(t, c, 200*time.Millisecond); ok {
+			t.Fatalf("secret with an unrelated DestinationRule: %s got %+v", c.ID(), p)
+		}
+	}
+	if got := counts.take(); got["secret"] != 1 || got["config"] != 0 {
+		t.Fatalf("secret with an unrelated DestinationRule: pushes queued %v, want secret:1 and no config push", got)
 	}
 }
 

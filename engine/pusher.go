@@ -29,16 +29,18 @@ func (e *Engine) push(p pendingChanges) {
 	}
 	e.mu.Unlock()
 
+	if len(p.secrets) > 0 {
+		// Before a full push too: a scoped one may leave the Secret's
+		// readers out (a pending SDS push merges into the full one).
+		e.pushSecrets(e.idx.Snapshot(), p.secrets)
+	}
 	if p.full {
 		e.recordClusterFacts(e.idx.Snapshot())
 		e.pushClasses(e.scopedTargets(classes, p.scoped), Push{Full: true, Reason: "config"}, nil)
 		return
 	}
-	if len(p.secrets) > 0 {
-		e.pushSecrets(e.idx.Snapshot(), p.secrets)
-		if len(p.endpoints) == 0 {
-			return
-		}
+	if len(p.endpoints) == 0 && len(p.secrets) > 0 {
+		return // Secrets only
 	}
 	// The endpoint fast path: only EDS, only the changed services' clusters,
 	// only to proxies that see them. Clusters depend on a few endpoint
