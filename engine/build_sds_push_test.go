@@ -43,6 +43,19 @@ func (p *pushCounts) PushQueued(reason string, conns int) {
 	p.mu.Unlock()
 }
 
+// waitFor waits until a push of reason was decided (up to 5s), so that
+// "no proxy got a push" is checked after the decision, not before it.
+func (p *pushCounts) waitFor(reason string) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		p.mu.Lock()
+		_, ok := p.counts[reason]
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+	}
+}
+
 // take returns the counts recorded since the last take.
 func (p *pushCounts) take() map[string]int {
 	p.mu.Lock()
@@ -139,6 +152,7 @@ func TestSecretChangePushesSDSToItsReadersOnly(t *testing.T) {
 	// else.
 	expect := func(step string, want ...*Conn) {
 		t.Helper()
+		counts.waitFor("secret")
 		for _, c := range want {
 			p, ok := waitPush(t, c, 5*time.Second)
 			if !ok || p.Full || len(p.Types) != 1 || p.Types[0] != TypeSecret {
