@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+
+	"github.com/pilotfish-mesh/pilotfish/internal/testcert"
 )
 
 // FuzzParseCredentialName: a proxy's requested name is outside input. It
@@ -31,7 +33,7 @@ func FuzzParseCredentialName(f *testing.F) {
 // FuzzBuildCredentialSecret: Secret data is outside input. A Secret either
 // yields a valid envoy Secret or a classified error; never a panic.
 func FuzzBuildCredentialSecret(f *testing.F) {
-	cert, key := testCredential(f, "seed")
+	cert, key := testcert.SelfSigned(f, "seed")
 	f.Add(cert, key, cert, false)
 	f.Add(cert, key, cert, true)
 	f.Add([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), []byte("k"), []byte(""), true)

@@ -2,46 +2,16 @@ package encode_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/internal/testcert"
 )
-
-// testCredential is a self-signed certificate and its key, PEM-encoded.
-func testCredential(t testing.TB, cn string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, DNSNames: []string{cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
 
 func TestParseCredentialName(t *testing.T) {
 	for _, tc := range []struct {
@@ -72,9 +42,9 @@ func TestParseCredentialName(t *testing.T) {
 }
 
 func TestBuildCredentialSecret(t *testing.T) {
-	cert, key := testCredential(t, "gw.example.com")
-	ca, _ := testCredential(t, "ca.example.com")
-	_, otherKey := testCredential(t, "other")
+	cert, key := testcert.SelfSigned(t, "gw.example.com")
+	ca, _ := testcert.SelfSigned(t, "ca.example.com")
+	_, otherKey := testcert.SelfSigned(t, "other")
 	for _, tc := range []struct {
 		name      string
 		ca        bool
@@ -133,7 +103,7 @@ func TestBuildCredentialSecret(t *testing.T) {
 // TestCredentialHalves: a Secret holding only a CA serves NAME-cacert and
 // refuses NAME, with the reason kept from when it was parsed.
 func TestCredentialHalves(t *testing.T) {
-	ca, _ := testCredential(t, "ca")
+	ca, _ := testcert.SelfSigned(t, "ca")
 	c := encode.ParseCredential("ns1/only-ca", map[string][]byte{"cacert": ca})
 	if _, err := c.Secret("kubernetes://only-ca", false); !errors.Is(err, encode.ErrCredentialKeys) || !strings.Contains(err.Error(), "ns1/only-ca") {
 		t.Fatalf("certificate half: %v", err)
@@ -163,7 +133,7 @@ func TestKeepCredentialKeys(t *testing.T) {
 // reports (ANCHOR.md); /parse adds checking the 1,000 Secrets' PEM, which
 // happens once per Secret change, not per push.
 func BenchmarkCredentialSecrets1000(b *testing.B) {
-	cert, key := testCredential(b, "gw.example.com")
+	cert, key := testcert.SelfSigned(b, "gw.example.com")
 	data := map[string][]byte{"tls.crt": cert, "tls.key": key, "ca.crt": cert}
 	names := make([]string, 1000)
 	creds := make([]*encode.Credential, 1000)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
+
+	"github.com/pilotfish-mesh/pilotfish/internal/testcert"
 )
 
 // BenchmarkSecretRotationPush: one Secret rotated among 2,000 routers of
@@ -17,7 +19,7 @@ func BenchmarkSecretRotationPush(b *testing.B) {
 	const namespaces, perNS = 200, 10
 	w := index.NewWriter()
 	sy := w.Symbols()
-	cert, key := sdsCredential(b, "gw.example.com")
+	cert, key := testcert.SelfSigned(b, "gw.example.com")
 	var batch index.Batch
 	for i := range namespaces {
 		batch.PutConfig(sdsSecretRow(sy, fmt.Sprint("ns", i), "gw-cert", cert, key))

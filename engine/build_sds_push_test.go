@@ -19,6 +19,8 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
+
+	"github.com/pilotfish-mesh/pilotfish/internal/testcert"
 )
 
 func routerNode(t testing.TB, ip, pod, ns string) *corev3.Node {
@@ -110,7 +112,7 @@ func sdsCerts(t *testing.T, c *Conn, names ...string) map[string][]byte {
 func TestSecretChangePushesSDSToItsReadersOnly(t *testing.T) {
 	w := index.NewWriter()
 	sy := w.Symbols()
-	cert1, key1 := sdsCredential(t, "gw.example.com")
+	cert1, key1 := testcert.SelfSigned(t, "gw.example.com")
 	var b index.Batch
 	b.PutConfig(sdsSecretRow(sy, "gw", "gw-cert", cert1, key1))
 	b.PutConfig(sdsSecretRow(sy, "gw", "other-cert", cert1, key1))
@@ -170,7 +172,7 @@ func TestSecretChangePushesSDSToItsReadersOnly(t *testing.T) {
 	}
 
 	// Rotation of gw/gw-cert: its reader and the CA name's reader.
-	cert2, key2 := sdsCredential(t, "gw.example.com")
+	cert2, key2 := testcert.SelfSigned(t, "gw.example.com")
 	b = index.Batch{}
 	b.PutConfig(sdsSecretRow(sy, "gw", "gw-cert", cert2, key2))
 	w.Apply(&b)
@@ -290,7 +292,7 @@ func TestSecretChangePushesSDSToItsReadersOnly(t *testing.T) {
 func TestSecretChangeReusesScopes(t *testing.T) {
 	w := index.NewWriter()
 	sy := w.Symbols()
-	cert1, key1 := sdsCredential(t, "gw.example.com")
+	cert1, key1 := testcert.SelfSigned(t, "gw.example.com")
 	var b index.Batch
 	b.PutService(index.Service{Key: index.ServiceKey{Host: sy.Intern("a.gw.svc.cluster.local"), Namespace: sy.Intern("gw")},
 		Origin: index.OriginKubernetes, Ports: []index.Port{{Number: 80, Protocol: index.ProtocolHTTP}}})
@@ -306,7 +308,7 @@ func TestSecretChangeReusesScopes(t *testing.T) {
 		t.Fatal("the router's scope sees no service")
 	}
 
-	cert2, key2 := sdsCredential(t, "gw.example.com")
+	cert2, key2 := testcert.SelfSigned(t, "gw.example.com")
 	b = index.Batch{}
 	b.PutConfig(sdsSecretRow(sy, "gw", "gw-cert", cert2, key2))
 	w.Apply(&b)

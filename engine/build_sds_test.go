@@ -1,47 +1,17 @@
 package engine
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
 	"slices"
 	"testing"
-	"time"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/internal/testcert"
 )
-
-// sdsCredential is a self-signed certificate and its key, PEM-encoded.
-func sdsCredential(t testing.TB, cn string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, DNSNames: []string{cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
 
 func secretYAML(ns, name string, data map[string][]byte) string {
 	y := "apiVersion: v1\nkind: Secret\nmetadata: {name: " + name + ", namespace: " + ns + "}\ndata:\n"
@@ -63,9 +33,9 @@ func secretYAML(ns, name string, data map[string][]byte) string {
 // Secrets, or Secrets that cannot serve the name; every resource passes
 // ValidateAll.
 func TestBuildSecrets(t *testing.T) {
-	cert, key := sdsCredential(t, "gw.example.com")
-	ca, _ := sdsCredential(t, "client-ca")
-	otherCA, _ := sdsCredential(t, "other-ca")
+	cert, key := testcert.SelfSigned(t, "gw.example.com")
+	ca, _ := testcert.SelfSigned(t, "client-ca")
+	otherCA, _ := testcert.SelfSigned(t, "other-ca")
 	files := map[string][]byte{"secrets.yaml": []byte(
 		secretYAML("istio-system", "gw-cert", map[string][]byte{"tls.crt": cert, "tls.key": key, "ca.crt": ca}) + "---\n" +
 			secretYAML("istio-system", "mtls", map[string][]byte{"tls.crt": cert, "tls.key": key, "ca.crt": ca}) + "---\n" +

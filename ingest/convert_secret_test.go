@@ -40,19 +40,7 @@ stringData: {password: hunter2}
 	if len(cs.Configs[index.ConfigSecret]) != 1 {
 		t.Fatalf("%d Secret rows changed, want 1 (the credential)", len(cs.Configs[index.ConfigSecret]))
 	}
-	row := func(name string) map[string][]byte {
-		snap := f.w.Snapshot()
-		ns, _ := snap.Symbols.Lookup("istio-system")
-		n, ok := snap.Symbols.Lookup(name)
-		if !ok {
-			return nil
-		}
-		c, ok := snap.Config(index.ConfigSecret, index.ConfigKey{Namespace: ns, Name: n})
-		if !ok {
-			return nil
-		}
-		return c.Spec.(map[string][]byte)
-	}
+	row := func(name string) map[string][]byte { return secretRow(f.w, "istio-system", name) }
 	data := row("gw-cert")
 	keys := make([]string, 0, len(data))
 	for k := range data {
@@ -104,4 +92,20 @@ func (f *sourceFixture) remove(name string) {
 	if err := os.Remove(filepath.Join(f.dir, name)); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// secretRow is the data of Secret ns/name's row in w's snapshot (nil when
+// it has none).
+func secretRow(w *index.Writer, ns, name string) map[string][]byte {
+	snap := w.Snapshot()
+	nsSym, _ := snap.Symbols.Lookup(ns)
+	n, ok := snap.Symbols.Lookup(name)
+	if !ok {
+		return nil
+	}
+	c, ok := snap.Config(index.ConfigSecret, index.ConfigKey{Namespace: nsSym, Name: n})
+	if !ok {
+		return nil
+	}
+	return c.Spec.(map[string][]byte)
 }

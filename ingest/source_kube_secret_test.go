@@ -25,19 +25,7 @@ func TestKubeSourceSecrets(t *testing.T) {
 		t.Fatalf("%d Secret rows without Secrets on", n)
 	}
 	f := newKubeFixtureOpts(t, newKubeFixtureClient(), false, KubeSourceOptions{Secrets: true}, gw, other)
-	row := func(name string) map[string][]byte {
-		snap := f.w.Snapshot()
-		ns, _ := snap.Symbols.Lookup("istio-system")
-		n, ok := snap.Symbols.Lookup(name)
-		if !ok {
-			return nil
-		}
-		c, ok := snap.Config(index.ConfigSecret, index.ConfigKey{Namespace: ns, Name: n})
-		if !ok {
-			return nil
-		}
-		return c.Spec.(map[string][]byte)
-	}
+	row := func(name string) map[string][]byte { return secretRow(f.w, "istio-system", name) }
 	f.eventually("gw-cert row", func() bool { return string(row("gw-cert")["tls.crt"]) == "CERT-1" })
 	if d := row("gw-cert"); len(d) != 2 || d["unrelated"] != nil {
 		t.Fatalf("row keys %d, unrelated kept: %v", len(d), d["unrelated"] != nil)

@@ -3,16 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,6 +27,7 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/ingest"
 	"github.com/pilotfish-mesh/pilotfish/internal/kubetest"
+	"github.com/pilotfish-mesh/pilotfish/internal/testcert"
 )
 
 // gatewaySecretYAML is Secret gw-cert of namespace gw with a certificate
@@ -120,7 +115,7 @@ func TestSDSGatewayCredentials(t *testing.T) {
 // gw/gw-cert write sets.
 func testSDS(t *testing.T, start func(caOptions) started, write func(secretYAML string)) {
 	iss := newTestIssuer(t, "https://issuer.pilotfish.test", "istio-ca")
-	cert1, key1 := testKeyPair(t, "gw.example.com")
+	cert1, key1 := testcert.SelfSigned(t, "gw.example.com")
 	write(gatewaySecretYAML(cert1, key1))
 	root := filepath.Join(t.TempDir(), "root-cert.pem")
 	s := start(caOptions{jwtRule: iss.rule, tlsAddr: "127.0.0.1:0", rootCertOut: root})
@@ -153,7 +148,7 @@ func testSDS(t *testing.T, start func(caOptions) started, write func(secretYAML 
 	}
 
 	// A rotated certificate is pushed.
-	cert2, key2 := testKeyPair(t, "gw.example.com")
+	cert2, key2 := testcert.SelfSigned(t, "gw.example.com")
 	if err := gw.Send(&discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeSecret, ResourceNames: []string{"kubernetes://gw-cert"},
 		VersionInfo: r.VersionInfo, ResponseNonce: r.Nonce}); err != nil {
 		t.Fatal(err)
@@ -194,26 +189,6 @@ func testSDS(t *testing.T, start func(caOptions) started, write func(secretYAML 
 			t.Errorf("%s shows the private key", path)
 		}
 	}
-}
-
-// testKeyPair is a self-signed certificate and its key, PEM-encoded.
-func testKeyPair(t *testing.T, cn string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, DNSNames: []string{cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
 
 // writeAtomic writes dir/name through a rename, so the watcher sees one

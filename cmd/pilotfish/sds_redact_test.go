@@ -24,6 +24,8 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/ca"
 	"github.com/pilotfish-mesh/pilotfish/engine"
+
+	"github.com/pilotfish-mesh/pilotfish/internal/testcert"
 )
 
 // credentialSecretsYAML is two more Secrets of namespace gw: broken (a
@@ -106,9 +108,9 @@ func keyTraces(keys ...[]byte) [][]byte {
 // removal; a credential whose Secret cannot serve it is never sent.
 func TestSDSCredentialsNeverShown(t *testing.T) {
 	iss := newTestIssuer(t, "https://issuer.pilotfish.test", "istio-ca")
-	cert1, key1 := testKeyPair(t, "gw.example.com")
-	cert2, key2 := testKeyPair(t, "gw.example.com")
-	_, otherKey := testKeyPair(t, "other.example.com")
+	cert1, key1 := testcert.SelfSigned(t, "gw.example.com")
+	cert2, key2 := testcert.SelfSigned(t, "gw.example.com")
+	_, otherKey := testcert.SelfSigned(t, "other.example.com")
 	traces := keyTraces(key1, key2, otherKey)
 
 	dir := t.TempDir()

@@ -142,6 +142,9 @@ func violations(from, path string) []string {
 	if (rest == "internal/kubetest" || strings.HasPrefix(rest, "internal/kubetest/")) && from != "internal" {
 		out = append(out, "imports "+path+": the Kubernetes test harness runs processes; only tests import it")
 	}
+	if rest == "internal/testcert" && from != "internal" {
+		out = append(out, "imports "+path+": throwaway test certificates; only tests import them")
+	}
 	if to == from {
 		return out
 	}
@@ -175,6 +178,7 @@ func TestViolations(t *testing.T) {
 		{"index", "google.golang.org/grpc", false},
 		{"cmd", module + "/internal/kubetest", true},
 		{"ingest", module + "/internal/kubetest", true},
+		{"encode", module + "/internal/testcert", true},
 	} {
 		if got := len(violations(tc.from, tc.path)) > 0; got != tc.bad {
 			t.Errorf("violations(%q, %q) = %v, want bad=%v", tc.from, tc.path, violations(tc.from, tc.path), tc.bad)
