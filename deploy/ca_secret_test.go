@@ -18,20 +18,7 @@ func TestSelfSignedCARBAC(t *testing.T) {
 	if strings.Contains(string(out), "--cacerts-dir") || strings.Contains(string(out), "secretName:") {
 		t.Fatal("without ca.cacertsSecret the deployment still mounts cacerts")
 	}
-	file := filepath.Join(t.TempDir(), "pilotfish.yaml")
-	if err := os.WriteFile(file, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := kubetest.Start(t, kubetest.Options{IstioCRDs: true})
-	c.EnsureNamespace(t, namespace)
-	if out, err := c.Kubectl(t, "apply", "-f", file); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
-	sa := "--as=system:serviceaccount:" + namespace + ":pilotfish"
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	checkRBAC(t, out, []canI{
 		{[]string{"get", "secrets/istio-ca-secret", "-n", namespace}, "yes"},
 		{[]string{"update", "secrets/istio-ca-secret", "-n", namespace}, "yes"},
 		{[]string{"create", "secrets", "-n", namespace}, "yes"},
@@ -40,11 +27,35 @@ func TestSelfSignedCARBAC(t *testing.T) {
 		{[]string{"get", "secrets/istio-ca-secret", "-n", "default"}, "no"},
 		{[]string{"create", "secrets", "-n", "default"}, "no"},
 		{[]string{"delete", "secrets/istio-ca-secret", "-n", namespace}, "no"},
-	} {
-		out, _ := c.Kubectl(t, append([]string{"auth", "can-i", sa}, tc.args...)...)
+	})
+}
+
+// canI is a `kubectl auth can-i` question for pilotfish's service account
+// and the answer ("yes" or "no") the chart must give.
+type canI struct {
+	args []string
+	want string
+}
+
+// checkRBAC applies a rendered chart to a real API server and asks it each
+// question as pilotfish's service account.
+func checkRBAC(t *testing.T, rendered []byte, questions []canI) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "pilotfish.yaml")
+	if err := os.WriteFile(file, rendered, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := kubetest.Start(t, kubetest.Options{IstioCRDs: true})
+	c.EnsureNamespace(t, namespace)
+	if out, err := c.Kubectl(t, "apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	sa := "--as=system:serviceaccount:" + namespace + ":pilotfish"
+	for _, q := range questions {
+		out, _ := c.Kubectl(t, append([]string{"auth", "can-i", sa}, q.args...)...)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if got := lines[len(lines)-1]; got != tc.want {
-			t.Errorf("can pilotfish %s? %q, want %q", strings.Join(tc.args, " "), got, tc.want)
+		if got := lines[len(lines)-1]; got != q.want {
+			t.Errorf("can pilotfish %s? %q, want %q", strings.Join(q.args, " "), got, q.want)
 		}
 	}
 }

@@ -145,28 +145,14 @@ func IntersectHosts(server, vs []string) []string {
 }
 
 // GatewayProtocol is istiod's protocol.Parse of a server port's protocol
-// (case-insensitive; unknown names are TCP for a gateway, which never
-// sniffs).
+// (SidecarProtocol's names), except that a gateway never sniffs: an
+// unknown name, UDP and HTTP_PROXY are TCP.
 func GatewayProtocol(srv *networking.Server) index.Protocol {
-	switch strings.ToUpper(srv.GetPort().GetProtocol()) {
-	case "HTTP":
-		return index.ProtocolHTTP
-	case "HTTP2":
-		return index.ProtocolHTTP2
-	case "GRPC":
-		return index.ProtocolGRPC
-	case "GRPC-WEB":
-		return index.ProtocolGRPCWeb
-	case "HTTPS":
-		return index.ProtocolHTTPS
-	case "TLS":
-		return index.ProtocolTLS
-	case "MONGO":
-		return index.ProtocolMongo
-	case "REDIS":
-		return index.ProtocolRedis
-	case "MYSQL":
-		return index.ProtocolMySQL
+	name := srv.GetPort().GetProtocol()
+	switch p := SidecarProtocol(name); {
+	case p == index.ProtocolUnknown, p == index.ProtocolUDP, strings.EqualFold(name, "HTTP_PROXY"):
+		return index.ProtocolTCP
+	default:
+		return p
 	}
-	return index.ProtocolTCP
 }
