@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"unsafe"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
@@ -95,9 +96,12 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if r, ok := v.(*discoveryv3.DiscoveryRequest); ok {
-		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-		defer buf.Free()
-		if err := decodeDiscoveryRequest(buf.ReadOnlyData(), r); err != nil {
+		// One copy out of the frames, into the string the decoded names
+		// are substrings of: a SotW ACK repeats the whole subscription
+		// (tens of KiB for a thousand EDS names, in several frames), and
+		// joining it in a pooled buffer first cost a second copy and the
+		// default pool's zeroing of its 64 KiB tier.
+		if err := decodeDiscoveryRequestOwned(ownedString(data), r); err != nil {
 			return fmt.Errorf("serve: unmarshal %T: %w", v, err)
 		}
 		return nil
@@ -106,7 +110,7 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return protoCodec.Unmarshal(data, v)
 	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	buf := data.MaterializeToBuffer(bufPool) // no zeroing: UnmarshalVT reads len bytes only
 	defer buf.Free()
 	if err := m.UnmarshalVT(buf.ReadOnlyData()); err != nil {
 		return fmt.Errorf("serve: unmarshal %T: %w", v, err)
@@ -117,6 +121,17 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // bufPool is where assembled responses live. gRPC returns each buffer to it
 // once written, so the next assembly of a similar size on any stream reuses
 // it.
+// ownedString copies data into a new string.
+func ownedString(data mem.BufferSlice) string {
+	n := data.Len()
+	if n == 0 {
+		return ""
+	}
+	b := make([]byte, n)
+	data.CopyTo(b)
+	return unsafe.String(unsafe.SliceData(b), n) // b is not written again
+}
+
 var bufPool mem.BufferPool = &respPool{}
 
 // getBuf returns a pooled buffer of capacity at least n and length 0.

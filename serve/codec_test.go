@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -55,6 +56,48 @@ func TestCodec(t *testing.T) {
 		}
 		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0xff})}, got); err == nil {
 			t.Fatal("garbage decoded without error")
+		}
+	})
+
+	// A large ACK arrives in several HTTP/2 frames and is joined in a
+	// pooled buffer that is not zeroed: the decode must see exactly the
+	// message, never a longer request's leftover bytes, and keep nothing of
+	// the buffer once it is reused.
+	t.Run("requests split over frames decode through the pool", func(t *testing.T) {
+		names := make([]string, 2000)
+		for i := range names {
+			names[i] = fmt.Sprintf("outbound|80||service-%d.ns.svc.cluster.local", i)
+		}
+		long := &discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeEndpoint, ResourceNames: names, ResponseNonce: "9"}
+		short := &discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeEndpoint, ResourceNames: names[:1500], VersionInfo: "v2", ResponseNonce: "10"}
+		var kept []*discoveryv3.DiscoveryRequest
+		for round := range 3 {
+			for _, req := range []*discoveryv3.DiscoveryRequest{long, short} {
+				wire, err := proto.Marshal(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var frames mem.BufferSlice
+				for b := wire; len(b) > 0; {
+					n := min(len(b), 16<<10)
+					frames = append(frames, mem.SliceBuffer(bytes.Clone(b[:n])))
+					b = b[n:]
+				}
+				got := &discoveryv3.DiscoveryRequest{}
+				if err := c.Unmarshal(frames, got); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				if !proto.Equal(got, req) {
+					t.Fatalf("round %d: decoded %d names (version %q), want %d (%q)", round,
+						len(got.GetResourceNames()), got.GetVersionInfo(), len(req.GetResourceNames()), req.GetVersionInfo())
+				}
+				kept = append(kept, got)
+			}
+		}
+		for i, got := range kept {
+			if want := []*discoveryv3.DiscoveryRequest{long, short}[i%2]; !proto.Equal(got, want) {
+				t.Fatalf("request %d changed after its buffer went back to the pool", i)
+			}
 		}
 	})
 }

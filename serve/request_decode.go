@@ -3,6 +3,7 @@ package serve
 import (
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -33,16 +34,24 @@ const (
 // with a field it does not know (resource_locators, unknown fields) is
 // handed to proto.Unmarshal, so the result is always proto.Unmarshal's.
 func decodeDiscoveryRequest(b []byte, r *discoveryv3.DiscoveryRequest) error {
-	if !decodeDiscoveryRequestFast(b, r) {
+	return decodeDiscoveryRequestOwned(string(b), r)
+}
+
+// decodeDiscoveryRequestOwned is decodeDiscoveryRequest of a message held
+// in an immutable string, whose substrings the result may keep: the codec
+// copies a request out of gRPC's frames once, into that string.
+func decodeDiscoveryRequestOwned(all string, r *discoveryv3.DiscoveryRequest) error {
+	b := unsafe.Slice(unsafe.StringData(all), len(all)) // read only
+	if !decodeDiscoveryRequestFast(all, b, r) {
 		r.Reset()
 		return proto.Unmarshal(b, r)
 	}
 	return nil
 }
 
-func decodeDiscoveryRequestFast(b []byte, r *discoveryv3.DiscoveryRequest) bool {
+// decodeDiscoveryRequestFast decodes b, whose string form is all.
+func decodeDiscoveryRequestFast(all string, b []byte, r *discoveryv3.DiscoveryRequest) bool {
 	r.Reset()
-	all := string(b)
 	for off := 0; off < len(b); {
 		num, typ, n := protowire.ConsumeTag(b[off:])
 		if n < 0 || typ != protowire.BytesType {
