@@ -24,10 +24,13 @@ type proxy struct {
 	rng   rand.PCG
 	st    [numTypes]typeState
 
-	sendMu   sync.Mutex
-	stream   stream // the current session, nil between sessions; guarded by sendMu
-	closed   bool   // closeSend was called on stream; guarded by sendMu
-	nodeSent bool   // the Node went out on this stream's first request
+	sendMu sync.Mutex
+	// stream is the current session, nil between sessions. Written by the
+	// proxy's goroutine under sendMu, so that goroutine reads it without.
+	stream   stream
+	closed   bool       // closeSend was called on stream; guarded by sendMu
+	nodeSent bool       // the Node went out on this stream's first request
+	req      rawRequest // the request being sent, reused (see send)
 
 	connectedOnce bool
 	full          bool // every subscription satisfied, right now
@@ -45,12 +48,18 @@ type typeState struct {
 	wildcard   bool     // subscribed to everything of the type (CDS, LDS of Envoy)
 	subscribed bool     // a subscription request went out on this stream
 	names      []uint32 // the subscription, sorted (non-wildcard)
-	have       []ref    // resources held (ACKed), sorted
+	have       []ref    // resources held (ACKed), sorted; only names subscribed
 	version    string   // last ACKed version (SotW)
-	nonce      string   // last response's nonce
+	nonce      []byte   // last response's nonce
 	acked      bool     // at least one response ACKed on this stream
 	nackedLast bool     // the last response was NACKed: ACK the next
-	reqAt      time.Time
+	// allHeld caches that have holds every name of names: false when not
+	// known. Set by complete; cleared when names change or have loses a
+	// name, so that the full-config check of each response costs O(1),
+	// not a walk of a thousand names.
+	allHeld bool
+	encoded []byte // names as resource_names (SotW), shared; nil: not yet
+	reqAt   time.Time
 }
 
 // resetSession forgets the previous stream's state and subscribes afresh on
@@ -77,6 +86,7 @@ func (p *proxy) subscribe(t xtype, names []uint32) error {
 	added, removed := diffIDs(st.names, names)
 	first := !st.subscribed
 	st.names, st.subscribed = names, true
+	st.allHeld, st.encoded = false, nil
 	if !st.wildcard {
 		st.have = keepSubscribed(st.have, names)
 	}
@@ -93,7 +103,6 @@ func (p *proxy) handle(r *response) error {
 		// The run has ended: not part of the measurement.
 		return errStopping
 	}
-	now := time.Now()
 	c := &p.run.types[r.t]
 	c.responses.Add(1)
 	c.bytes.Add(int64(r.size))
@@ -111,10 +120,10 @@ func (p *proxy) handle(r *response) error {
 	}
 	st := &p.st[r.t]
 	if !st.reqAt.IsZero() {
-		c.latency.record(now.Sub(st.reqAt))
+		c.latency.record(time.Since(st.reqAt))
 		st.reqAt = time.Time{}
 	}
-	st.nonce = r.nonce
+	st.nonce = append(st.nonce[:0], r.nonce...)
 	if p.run.roleOf(p.idx) == nacking {
 		p.run.nackingReceived.Add(1)
 		if err := p.str().reply(p, r, true); err != nil {
@@ -132,28 +141,41 @@ func (p *proxy) handle(r *response) error {
 		return nil
 	}
 	st.nackedLast = false
-	p.apply(st, r)
-	if p.run.cfg.Mode == Delta || r.version != st.version || !st.acked {
+	heldChanged := p.apply(st, r)
+	newVersion := string(r.version) != st.version
+	if p.run.cfg.Mode == Delta || newVersion || !st.acked {
 		p.bumps.Add(1)
 	}
-	st.version, st.acked = r.version, true
+	if newVersion {
+		st.version = p.run.versionString(r.t, r.version)
+	}
+	st.acked = true
 	if err := p.str().reply(p, r, false); err != nil {
 		return err
 	}
 	c.acks.Add(1)
-	if err := p.follow(r.t); err != nil {
+	if err := p.follow(r.t, heldChanged); err != nil {
 		return err
 	}
-	p.check(time.Now())
+	p.check()
 	return nil
 }
 
-// str returns the current stream; only the proxy's goroutine changes it.
-func (p *proxy) str() stream {
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
-	return p.stream
+// versionString returns version v of type t as a string. Every proxy gets
+// the same versions, so the last one of each type is shared: a SotW push
+// to 10,000 proxies allocates its version once, not per proxy.
+func (r *runner) versionString(t xtype, v []byte) string {
+	if last := r.versions[t].Load(); last != nil && *last == string(v) {
+		return *last
+	}
+	s := string(v)
+	r.versions[t].Store(&s)
+	return s
 }
+
+// str returns the current stream. Only the proxy's goroutine may call it
+// (it is the only writer of p.stream).
+func (p *proxy) str() stream { return p.stream }
 
 func (p *proxy) float() float64 {
 	return float64(p.rng.Uint64()>>11) / (1 << 53)
@@ -162,20 +184,35 @@ func (p *proxy) float() float64 {
 // apply updates st's held resources from ACKed response r. SotW CDS and LDS
 // responses carry the whole state; SotW EDS and RDS responses and all Delta
 // responses carry changes (and Delta removals). Resources of a named type
-// that were not asked for are ignored.
-func (p *proxy) apply(st *typeState, r *response) {
+// that were not asked for are ignored. It reports whether the resources
+// held (and what they reference) may have changed: false only when a SotW
+// response repeated exactly what was held, as a config push does for most
+// types.
+//
+// have holds only subscribed names, so filtering the response's entries
+// keeps it so: a walk of the few names an update carries, not of every
+// name held.
+func (p *proxy) apply(st *typeState, r *response) (changed bool) {
 	entries := r.entries
 	slices.SortFunc(entries, cmpRef)
 	entries = slices.Compact(entries)
-	if p.run.cfg.Mode == SotW && (r.t == typeCDS || r.t == typeLDS) {
-		st.have = replaceRefs(st.have, entries)
-	} else {
-		slices.Sort(r.removed)
-		st.have = mergeRefs(st.have, entries, r.removed)
-	}
 	if !st.wildcard {
-		st.have = keepSubscribed(st.have, st.names)
+		entries = keepSubscribed(entries, st.names)
 	}
+	if p.run.cfg.Mode == SotW && (r.t == typeCDS || r.t == typeLDS) {
+		if slices.Equal(st.have, entries) {
+			return false
+		}
+		st.have = replaceRefs(st.have, entries)
+		st.allHeld = false
+		return true
+	}
+	slices.Sort(r.removed)
+	st.have = mergeRefs(st.have, entries, r.removed)
+	if len(r.removed) > 0 {
+		st.allHeld = false // merging entries only adds or replaces names
+	}
+	return true
 }
 
 // follow updates the subscriptions that depend on type t, which just changed.
@@ -183,14 +220,19 @@ func (p *proxy) apply(st *typeState, r *response) {
 // starts LDS; listeners name route configurations. gRPC: listeners name
 // route configurations (and inline routes clusters), routes name clusters,
 // clusters name EDS services.
-func (p *proxy) follow(t xtype) error {
+//
+// Unless changed (type t's held resources may have changed), the
+// subscriptions that depend on t are what they were: the walk of every
+// held ref is skipped.
+func (p *proxy) follow(t xtype, changed bool) error {
 	if p.run.cfg.Type != GRPC {
-		switch t {
-		case typeCDS:
+		switch {
+		case !changed:
+		case t == typeCDS:
 			if err := p.resubscribe(typeEDS, refIDs(p.st[typeCDS].have, 0)); err != nil {
 				return err
 			}
-		case typeLDS:
+		case t == typeLDS:
 			if err := p.resubscribe(typeRDS, refIDs(p.st[typeLDS].have, 0)); err != nil {
 				return err
 			}
@@ -198,6 +240,9 @@ func (p *proxy) follow(t xtype) error {
 		if !p.st[typeLDS].subscribed && p.st[typeCDS].acked && p.complete(typeEDS) {
 			return p.subscribe(typeLDS, nil)
 		}
+		return nil
+	}
+	if !changed {
 		return nil
 	}
 	switch t {
@@ -237,11 +282,15 @@ func (p *proxy) complete(t xtype) bool {
 	if st.wildcard {
 		return st.acked
 	}
-	return holdsAll(st.have, st.names)
+	if !st.allHeld {
+		st.allHeld = holdsAll(st.have, st.names)
+	}
+	return st.allHeld
 }
 
-// check records time to full config and convergence of the current change.
-func (p *proxy) check(now time.Time) {
+// check records time to full config and convergence of the current change,
+// at the current time (read only when there is something to record).
+func (p *proxy) check() {
 	p.full = true
 	for t := range numTypes {
 		if !p.complete(t) {
@@ -252,8 +301,10 @@ func (p *proxy) check(now time.Time) {
 	if !p.full {
 		return
 	}
+	var now time.Time
 	if !p.everFull {
 		p.everFull = true
+		now = time.Now()
 		p.run.recordFull(p, now)
 	}
 	ch := p.run.change.Load()
@@ -268,6 +319,9 @@ func (p *proxy) check(now time.Time) {
 		return
 	}
 	p.doneChange = ch.index
+	if now.IsZero() {
+		now = time.Now()
+	}
 	ch.record(p.idx, now)
 }
 
@@ -283,11 +337,9 @@ func (p *proxy) held(t xtype) int {
 	return n
 }
 
+// cmpRef orders refs by (name, ref), as one integer comparison.
 func cmpRef(a, b ref) int {
-	if c := cmp.Compare(a.name, b.name); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.ref, b.ref)
+	return cmp.Compare(uint64(a.name)<<32|uint64(a.ref), uint64(b.name)<<32|uint64(b.ref))
 }
 
 // replaceRefs returns entries copied into have's storage (reallocated when it
@@ -371,8 +423,19 @@ func nameRange(refs []ref, name uint32) (lo, hi int) {
 	return lo, hi
 }
 
-// keepSubscribed drops from have (in place) the names not in names.
+// keepSubscribed drops from have (in place) the names not in names (both
+// sorted).
 func keepSubscribed(have []ref, names []uint32) []ref {
+	if len(have)*16 < len(names) {
+		// A few refs (an update) against a large subscription.
+		out := have[:0]
+		for _, r := range have {
+			if _, ok := slices.BinarySearch(names, r.name); ok {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
 	out := have[:0]
 	j := 0
 	for _, r := range have {

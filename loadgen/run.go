@@ -45,7 +45,8 @@ type runner struct {
 	targets []uint32 // GRPCTargets, interned and sorted
 	start   time.Time
 
-	types [numTypes + 1]typeCounters
+	types    [numTypes + 1]typeCounters
+	versions [numTypes]atomic.Pointer[string] // versionString's last version per type
 
 	launched      atomic.Int64
 	connectedNow  atomic.Int64

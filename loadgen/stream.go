@@ -7,10 +7,7 @@ import (
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 )
@@ -118,14 +115,29 @@ func (p *proxy) setStream(s stream) {
 	}
 }
 
-// send sends a request on the current stream.
-func (p *proxy) send(msg any) error {
+// send sends p.req, just encoded, on the current stream.
+func (p *proxy) send() error {
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
 	if p.closed || p.stream == nil {
+		p.req.release()
 		return errStopping
 	}
-	return p.stream.clientStream().SendMsg(msg)
+	err := p.stream.clientStream().SendMsg(&p.req)
+	p.req.release() // gRPC took its buffer unless SendMsg failed before
+	return err
+}
+
+// encodedNames returns st's subscription encoded as resource_names (nil
+// for a wildcard), computed once per subscription.
+func (p *proxy) encodedNames(st *typeState) []byte {
+	if st.wildcard || len(st.names) == 0 {
+		return nil
+	}
+	if st.encoded == nil {
+		st.encoded = p.run.syms.encodeNames(st.names)
+	}
+	return st.encoded
 }
 
 // closeSend half-closes the current stream, after the requests already
@@ -156,38 +168,28 @@ type sotwStream struct{ cs grpc.ClientStream }
 
 func (s sotwStream) subscribe(p *proxy, t xtype, _, _ []uint32) error {
 	st := &p.st[t]
-	var names []byte
-	if !st.wildcard {
-		names = p.run.syms.encodeNames(st.names)
-	}
-	req, err := encodeSotWRequest(typeURLs[t], st.version, st.nonce, p.attachNode(), names, nil)
-	if err != nil {
+	q := sotwRequest{typeURL: typeURLs[t], version: st.version, nonce: st.nonce,
+		node: p.attachNode(), names: p.encodedNames(st)}
+	if err := q.encode(&p.req); err != nil {
 		return err
 	}
-	return p.send(req)
+	return p.send()
 }
 
 func (s sotwStream) reply(p *proxy, r *response, nack bool) error {
-	version := r.version
-	var names []byte
-	if r.t != typeOther {
+	q := sotwRequest{typeURL: r.url(), nonce: r.nonce, node: p.attachNode(), nack: nack}
+	if r.t == typeOther {
+		q.version = string(r.version)
+	} else {
 		// After an ACK st.version is r's; after a NACK it is the last
 		// accepted one, which is what a NACK carries.
 		st := &p.st[r.t]
-		version = st.version
-		if !st.wildcard {
-			names = p.run.syms.encodeNames(st.names)
-		}
+		q.version, q.names = st.version, p.encodedNames(st)
 	}
-	var errDetail *statuspb.Status
-	if nack {
-		errDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: nackMessage}
-	}
-	req, err := encodeSotWRequest(r.url(), version, r.nonce, p.attachNode(), names, errDetail)
-	if err != nil {
+	if err := q.encode(&p.req); err != nil {
 		return err
 	}
-	return p.send(req)
+	return p.send()
 }
 
 func (s sotwStream) recv(in *inbound) error          { return s.cs.RecvMsg(in) }
@@ -196,27 +198,22 @@ func (s sotwStream) clientStream() grpc.ClientStream { return s.cs }
 type deltaStream struct{ cs grpc.ClientStream }
 
 func (s deltaStream) subscribe(p *proxy, t xtype, added, removed []uint32) error {
-	req := &discoveryv3.DeltaDiscoveryRequest{
-		TypeUrl: typeURLs[t],
-		Node:    p.attachNode(),
-	}
+	q := deltaRequest{typeURL: typeURLs[t], node: p.attachNode()}
 	if !p.st[t].wildcard {
-		req.ResourceNamesSubscribe = p.run.syms.names(nil, added)
-		req.ResourceNamesUnsubscribe = p.run.syms.names(nil, removed)
+		q.subscribe, q.unsubscribe = added, removed
 	}
-	return p.send(req)
+	if err := q.encode(p.run.syms, &p.req); err != nil {
+		return err
+	}
+	return p.send()
 }
 
 func (s deltaStream) reply(p *proxy, r *response, nack bool) error {
-	req := &discoveryv3.DeltaDiscoveryRequest{
-		TypeUrl:       r.url(),
-		ResponseNonce: r.nonce,
-		Node:          p.attachNode(),
+	q := deltaRequest{typeURL: r.url(), nonce: r.nonce, node: p.attachNode(), nack: nack}
+	if err := q.encode(p.run.syms, &p.req); err != nil {
+		return err
 	}
-	if nack {
-		req.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: nackMessage}
-	}
-	return p.send(req)
+	return p.send()
 }
 
 func (s deltaStream) recv(in *inbound) error          { return s.cs.RecvMsg(in) }
@@ -238,8 +235,16 @@ type rawCodec struct{}
 func (rawCodec) Name() string { return "proto" }
 
 func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if r, ok := v.(rawRequest); ok {
-		return mem.BufferSlice{mem.SliceBuffer(r)}, nil
+	if r, ok := v.(*rawRequest); ok {
+		if r.head == nil {
+			return nil, errors.New("loadgen codec: request sent twice")
+		}
+		head := mem.NewBuffer(r.head, reqPool) // gRPC frees it once written
+		r.head = nil
+		if len(r.names) == 0 {
+			return mem.BufferSlice{head}, nil
+		}
+		return mem.BufferSlice{head, mem.SliceBuffer(r.names)}, nil
 	}
 	m, ok := v.(proto.Message)
 	if !ok {

@@ -84,8 +84,8 @@ type ref struct{ name, ref uint32 }
 type response struct {
 	t         xtype
 	typeURL   string // set only when t is typeOther
-	version   string
-	nonce     string
+	version   []byte // copied: the message's bytes are gRPC's
+	nonce     []byte
 	size      int   // bytes of the message
 	resources int   // resources in it
 	entries   []ref // resources and their refs, in message order until sorted
@@ -95,7 +95,7 @@ type response struct {
 }
 
 func (r *response) reset() {
-	*r = response{entries: r.entries[:0], removed: r.removed[:0]}
+	*r = response{entries: r.entries[:0], removed: r.removed[:0], version: r.version[:0], nonce: r.nonce[:0]}
 }
 
 // decoder decodes responses for the proxies of one run.
@@ -119,7 +119,26 @@ type field struct {
 
 // nextField consumes one field from b into f and returns the rest; ok is
 // false on malformed input.
+//
+// Most fields the decoder passes have a one-byte tag and a one-byte length
+// or varint: those are read inline, the rest by protowire.
 func nextField(b []byte, f *field) (rest []byte, ok bool) {
+	if len(b) >= 2 && b[0] < 0x80 && b[0] >= 1<<3 && b[1] < 0x80 {
+		switch typ := protowire.Type(b[0] & 7); typ {
+		case protowire.BytesType:
+			if n := int(b[1]); n <= len(b)-2 {
+				f.num, f.typ, f.bytes = protowire.Number(b[0]>>3), typ, b[2:2+n:2+n]
+				return b[2+n:], true
+			}
+		case protowire.VarintType:
+			f.num, f.typ, f.varint = protowire.Number(b[0]>>3), typ, uint64(b[1])
+			return b[2:], true
+		}
+	}
+	return nextFieldSlow(b, f)
+}
+
+func nextFieldSlow(b []byte, f *field) (rest []byte, ok bool) {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 {
 		return nil, false
@@ -171,7 +190,7 @@ func (d *decoder) decodeSotW(b []byte, r *response) error {
 		}
 		switch f.num {
 		case fResponseVersion:
-			r.version = string(f.bytes)
+			r.version = append(r.version[:0], f.bytes...)
 		case fResponseResource:
 			r.resources++
 			if err := d.any(f.bytes, r, 0); err != nil {
@@ -180,7 +199,7 @@ func (d *decoder) decodeSotW(b []byte, r *response) error {
 		case fResponseTypeURL:
 			typeURL = f.bytes
 		case fResponseNonce:
-			r.nonce = string(f.bytes)
+			r.nonce = append(r.nonce[:0], f.bytes...)
 		}
 	}
 	r.setType(typeURL)
@@ -211,7 +230,7 @@ func (d *decoder) decodeDelta(b []byte, r *response) error {
 		}
 		switch f.num {
 		case fDeltaVersion:
-			r.version = string(f.bytes)
+			r.version = append(r.version[:0], f.bytes...)
 		case fDeltaResource:
 			r.resources++
 			if err := d.deltaResource(f.bytes, r); err != nil {
@@ -220,7 +239,7 @@ func (d *decoder) decodeDelta(b []byte, r *response) error {
 		case fDeltaTypeURL:
 			typeURL = f.bytes
 		case fDeltaNonce:
-			r.nonce = string(f.bytes)
+			r.nonce = append(r.nonce[:0], f.bytes...)
 		case fDeltaRemoved:
 			r.removed = append(r.removed, d.syms.id(f.bytes))
 		case fDeltaRemovedNames:
