@@ -68,29 +68,26 @@ type EndpointGroup struct {
 
 func (g *EndpointGroup) computeHash() uint64 {
 	h := newHasher()
-	h.sym(g.Source)
-	h.boolean(g.Pods)
-	h.u32(uint32(len(g.Ports)))
-	for _, p := range g.Ports {
-		h.sym(p.Name)
-		h.u32(p.Port)
-		h.u32(uint32(p.Protocol))
-	}
-	h.u32(uint32(len(g.Endpoints)))
+	h.pair(uint32(g.Source), uint32(bit(g.Pods)))
+	// The lengths frame the lists that follow.
+	h.pair(uint32(len(g.Ports)), uint32(len(g.Endpoints)))
+	hashEndpointPorts(&h, g.Ports)
 	for i := range g.Endpoints {
 		e := &g.Endpoints[i]
 		h.addr(e.Addr)
-		h.sym(e.Hostname)
-		h.sym(e.Workload)
-		h.u32(uint32(e.Labels))
-		h.sym(e.ServiceAccount)
-		h.sym(e.Locality)
-		h.sym(e.Network)
-		h.u32(uint32(e.Weight))
-		h.u32(uint32(e.Health))
-		h.u32(uint32(e.TLSMode))
+		h.pair(uint32(e.Hostname), uint32(e.Workload))
+		h.pair(uint32(e.Labels), uint32(e.ServiceAccount))
+		h.pair(uint32(e.Locality), uint32(e.Network))
+		h.u64(uint64(e.Weight) | uint64(e.Health)<<16 | uint64(e.TLSMode)<<24)
 	}
 	return h.sum()
+}
+
+func hashEndpointPorts(h *hasher, ports []EndpointPort) {
+	for _, p := range ports {
+		h.pair(uint32(p.Name), p.Port)
+		h.u32(uint32(p.Protocol))
+	}
 }
 
 // EndpointShard holds every endpoint of one service, grouped by source and

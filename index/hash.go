@@ -33,13 +33,18 @@ func (h *hasher) u64(v uint64) {
 }
 
 func (h *hasher) u32(v uint32) { h.u64(uint64(v)) }
-func (h *hasher) sym(v Sym)    { h.u64(uint64(v)) }
-func (h *hasher) boolean(v bool) {
+
+// pair hashes two 32-bit fields (symbols, IDs, small scalars) as one word:
+// each step of the hash is a serial multiply, so rows hash their fields
+// two by two.
+func (h *hasher) pair(a, b uint32) { h.u64(uint64(a)<<32 | uint64(b)) }
+
+// bit is a flag as a word's bit: flags share a word with other scalars.
+func bit(v bool) uint64 {
 	if v {
-		h.u64(1)
-	} else {
-		h.u64(0)
+		return 1
 	}
+	return 0
 }
 
 func (h *hasher) addr(a netip.Addr) {

@@ -147,37 +147,33 @@ func (s *Service) PortByNumber(n uint32) *Port {
 
 func (s *Service) computeHash() uint64 {
 	h := newHasher()
-	h.sym(s.Key.Host)
-	h.sym(s.Key.Namespace)
-	h.sym(s.Name)
-	h.u32(uint32(s.Origin))
-	h.u32(uint32(len(s.Addresses)))
+	h.pair(uint32(s.Key.Host), uint32(s.Key.Namespace))
+	h.pair(uint32(s.Name), uint32(s.ExternalName))
+	h.pair(uint32(s.Labels), uint32(s.Selector))
+	h.u64(uint64(s.Origin) | uint64(s.Resolution)<<8 | bit(s.MeshExternal)<<16 | bit(s.HasSelector)<<17 |
+		bit(s.ExportTo.Private)<<18 | bit(s.ExportTo.None)<<19 | uint64(uint32(len(s.ExportTo.Namespaces)))<<32)
+	// The lengths frame the lists that follow.
+	h.pair(uint32(len(s.Addresses)), uint32(len(s.Ports)))
 	for _, a := range s.Addresses {
 		h.addr(a.Addr())
 		h.u32(uint32(a.Bits()))
 	}
-	h.u32(uint32(len(s.Ports)))
 	for _, p := range s.Ports {
-		h.sym(p.Name)
-		h.u32(p.Number)
-		h.u32(p.TargetPort)
-		h.u32(uint32(p.Protocol))
+		h.pair(uint32(p.Name), p.Number)
+		h.pair(p.TargetPort, uint32(p.Protocol))
 	}
-	h.u32(uint32(s.Resolution))
-	h.boolean(s.MeshExternal)
-	hashExportTo(&h, &s.ExportTo)
-	h.u32(uint32(s.Labels))
-	h.u32(uint32(s.Selector))
-	h.boolean(s.HasSelector)
-	h.sym(s.ExternalName)
+	hashSyms(&h, s.ExportTo.Namespaces)
 	return h.sum()
 }
 
-func hashExportTo(h *hasher, e *ExportTo) {
-	h.boolean(e.Private)
-	h.boolean(e.None)
-	h.u32(uint32(len(e.Namespaces)))
-	for _, n := range e.Namespaces {
-		h.sym(n)
+// hashSyms hashes a list of symbols two by two (its length is hashed
+// already, with the row's scalars).
+func hashSyms(h *hasher, syms []Sym) {
+	for len(syms) >= 2 {
+		h.pair(uint32(syms[0]), uint32(syms[1]))
+		syms = syms[2:]
+	}
+	if len(syms) == 1 {
+		h.u32(uint32(syms[0]))
 	}
 }

@@ -46,7 +46,7 @@ type slot[R any] struct {
 type table[K keyer, R any] struct {
 	rows pvec[slot[R]]
 	pk   pmap[K, uint32]
-	idx  []pmap[indexKey, []uint32] // parallel to spec.indexes; nil until first write
+	idx  []pmap[indexKey, idList] // parallel to spec.indexes; nil until first write
 	// next is the high-water mark of IDs; free lists IDs below it that are
 	// not live (immutable once published).
 	next uint32
@@ -83,7 +83,7 @@ func (t *table[K, R]) byIndex(i int, k uint64) []uint32 {
 		return nil
 	}
 	ids, _ := t.idx[i].Get(indexKey(k))
-	return ids
+	return ids.ids()
 }
 
 // all calls fn for every live row in ID order until fn returns false.
@@ -114,6 +114,9 @@ type tableTxn[K keyer, R any] struct {
 	// changed lists IDs put or deleted in this batch, in order, possibly
 	// with repeats.
 	changed []uint32
+	// noBulk: put may not take the bulk path (a key was put twice on it,
+	// or the writer is a test's incremental reference).
+	noBulk bool
 }
 
 // idxOp is one change to a secondary index within a batch: row id gains
@@ -253,6 +256,21 @@ func (x *tableTxn[K, R]) put(r *R) (uint32, bool) {
 		h = x.spec.hash(r)
 	}
 	k := x.spec.key(r)
+	if x.bulk() {
+		// Built from empty: assume k is new and insert it first, without
+		// the probe a put otherwise pays to find out (most keys of a bulk
+		// build are new). A key put twice finds its first ID by a scan,
+		// once: the transaction then leaves the bulk path.
+		id := x.next
+		if x.pk.Set(k, id) {
+			x.next++
+			x.store(id, r, h)
+			x.changed = append(x.changed, id)
+			return id, true
+		}
+		x.pk.Set(k, x.scanID(k))
+		x.noBulk = true
+	}
 	if old, id, ok := x.get(k); ok {
 		if *x.spec.getHash(old) == h {
 			return id, false
@@ -274,6 +292,24 @@ func (x *tableTxn[K, R]) put(r *R) (uint32, bool) {
 	x.pk.Set(k, id)
 	x.changed = append(x.changed, id)
 	return id, true
+}
+
+// bulk reports whether put may take the bulk path: the table was empty when
+// the transaction began, no ID has been freed since (a new row takes the next
+// ID) and no key has been put twice.
+func (x *tableTxn[K, R]) bulk() bool {
+	return x.base.next == 0 && len(x.free) == 0 && !x.noBulk
+}
+
+// scanID returns the ID of the live row with key k, searching every row: on
+// the bulk path all rows are this transaction's.
+func (x *tableTxn[K, R]) scanID(k K) uint32 {
+	for id := uint32(0); id < x.next; id++ {
+		if sl := x.rows.v.At(id); sl.live && x.spec.key(&sl.row) == k {
+			return id
+		}
+	}
+	panic("index: table " + x.spec.name + ": key in the primary map without a row")
 }
 
 // store copies r into slot id with content hash h and indexes it.
@@ -325,7 +361,7 @@ func (x *tableTxn[K, R]) indexOps(id uint32, r *R, add uint32) {
 // lists of one commit share one array.
 func (x *tableTxn[K, R]) commit() table[K, R] {
 	t := table[K, R]{rows: x.rows.commit(), pk: x.pk.commit(), next: x.next, free: x.free}
-	t.idx = make([]pmap[indexKey, []uint32], len(x.spec.indexes))
+	t.idx = make([]pmap[indexKey, idList], len(x.spec.indexes))
 	copy(t.idx, x.base.idx)
 	for i := range x.spec.indexes {
 		net := x.net(i)
@@ -341,7 +377,7 @@ func (x *tableTxn[K, R]) commit() table[K, R] {
 		for j := 0; j < len(net); {
 			run := runAt(net, j)
 			old, _ := base.Get(indexKey(net[j].key))
-			total += len(old)
+			total += int(old.n)
 			for _, o := range run {
 				if o.add() {
 					total++
@@ -360,12 +396,12 @@ func (x *tableTxn[K, R]) commit() table[K, R] {
 			j += len(run)
 			old, _ := base.Get(indexKey(k))
 			start := len(lists)
-			lists = mergeIDs(lists, old, run)
+			lists = mergeIDs(lists, old.ids(), run)
 			if len(lists) == start {
 				itx.Delete(indexKey(k))
 				continue
 			}
-			itx.Set(indexKey(k), lists[start:len(lists):len(lists)])
+			itx.Set(indexKey(k), newIDList(lists[start:]))
 		}
 		t.idx[i] = itx.commit()
 	}

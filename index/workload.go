@@ -40,23 +40,13 @@ type Workload struct {
 
 func (w *Workload) computeHash() uint64 {
 	h := newHasher()
-	h.u32(uint32(w.Key.Kind))
-	h.sym(w.Key.Namespace)
-	h.sym(w.Key.Name)
+	h.pair(uint32(w.Key.Namespace), uint32(w.Key.Name))
+	h.u64(uint64(w.Key.Kind) | uint64(w.TLSMode)<<8 | bit(w.Ready)<<16 | uint64(uint32(len(w.Ports)))<<32)
 	h.addr(w.Addr)
-	h.u32(uint32(w.Labels))
-	h.sym(w.ServiceAccount)
-	h.sym(w.Node)
-	h.sym(w.Locality)
-	h.sym(w.Network)
-	h.u32(uint32(w.TLSMode))
-	h.u32(uint32(len(w.Ports)))
-	for _, p := range w.Ports {
-		h.sym(p.Name)
-		h.u32(p.Port)
-		h.u32(uint32(p.Protocol))
-	}
-	h.boolean(w.Ready)
+	h.pair(uint32(w.Labels), uint32(w.ServiceAccount))
+	h.pair(uint32(w.Node), uint32(w.Locality))
+	h.u32(uint32(w.Network))
+	hashEndpointPorts(&h, w.Ports)
 	return h.sum()
 }
 
@@ -69,7 +59,6 @@ type Namespace struct {
 
 func (n *Namespace) computeHash() uint64 {
 	h := newHasher()
-	h.sym(n.Name)
-	h.u32(uint32(n.Labels))
+	h.pair(uint32(n.Name), uint32(n.Labels))
 	return h.sum()
 }

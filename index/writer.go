@@ -20,6 +20,10 @@ type Writer struct {
 	syms        *Symbols
 	labels      *LabelSets
 	subscribers []func(*Snapshot, *ChangeSet) // guarded by mu
+	// incremental makes Apply take the one-row path for every row, never
+	// the shortcuts of a build from empty: the reference the tests compare
+	// bulk builds with.
+	incremental bool
 }
 
 // NewWriter returns a writer whose current snapshot is empty (version 0).
@@ -130,6 +134,9 @@ func newApplier(w *Writer, prev *Snapshot) *applier {
 		endpoints:  prev.endpoints.txn(),
 		selected:   w.syms.Intern(selectedSource),
 	}
+	a.services.noBulk = w.incremental
+	a.workloads.noBulk = w.incremental
+	a.namespaces.noBulk = w.incremental
 	return a
 }
 
@@ -138,6 +145,7 @@ func newApplier(w *Writer, prev *Snapshot) *applier {
 func (a *applier) config(kind ConfigKind) *tableTxn[ConfigKey, Config] {
 	if a.configs[kind] == nil {
 		a.configs[kind] = a.prev.configs[kind].txn(configSpec)
+		a.configs[kind].noBulk = a.w.incremental
 	}
 	return a.configs[kind]
 }
@@ -442,13 +450,7 @@ func (a *applier) finish() (*Snapshot, *ChangeSet) {
 			cs.Configs[k] = changedKeys(x, func(c *Config) ConfigKey { return c.Key }, &a.prev.configs[k], identity[ConfigKey], identity[ConfigKey])
 		}
 	}
-	for _, k := range dedupSorted(a.shardsChanged) {
-		before, _ := a.prev.endpoints.Get(k)
-		after, _ := a.endpoints.Get(k)
-		if (before == nil) != (after == nil) || (before != nil && before.Hash != after.Hash) {
-			cs.Endpoints = append(cs.Endpoints, k)
-		}
-	}
+	cs.Endpoints = a.changedShards()
 	next.namespaces = a.namespaces.commit()
 	next.workloads = a.workloads.commit()
 	next.services = a.services.commit()
@@ -465,6 +467,30 @@ func (a *applier) finish() (*Snapshot, *ChangeSet) {
 		next.ConfigVersion = next.Version
 	}
 	return next, cs
+}
+
+// changedShards returns the services whose endpoint shard differs from the
+// previous snapshot's, sorted.
+func (a *applier) changedShards() []ServiceKey {
+	if len(a.shardsChanged) == 0 {
+		return nil
+	}
+	keys := dedupSorted(a.shardsChanged)
+	if a.prev.endpoints.Len() == 0 && a.endpoints.m.Len() == len(keys) && !a.w.incremental {
+		// Built from empty, and every candidate still has a shard (the map
+		// holds only candidates, and as many): each is a new shard, no
+		// lookup needed.
+		return keys
+	}
+	var out []ServiceKey
+	for _, k := range keys {
+		before, _ := a.prev.endpoints.Get(k)
+		after, _ := a.endpoints.Get(k)
+		if (before == nil) != (after == nil) || (before != nil && before.Hash != after.Hash) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // changedKeys maps a transaction's changed IDs to sorted, unique keys whose
