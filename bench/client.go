@@ -39,7 +39,8 @@ type runConfig struct {
 	ChangeTimeout  time.Duration `json:"change_timeout"`
 	Timeout        time.Duration `json:"timeout"`
 	Expect         string        `json:"expect,omitempty"`
-	Mode           string        `json:"mode,omitempty"` // loadgen.Mode: "" is SotW
+	Mode           string        `json:"mode,omitempty"`      // loadgen.Mode: "" is SotW
+	Transport      string        `json:"transport,omitempty"` // loadgen.Config.Transport: "" is grpc
 	Progress       bool          `json:"progress,omitempty"`
 }
 
@@ -53,6 +54,7 @@ func (rc runConfig) loadgen() loadgen.Config {
 		Timeout:        rc.Timeout,
 		ExpectResource: rc.Expect,
 		Mode:           loadgen.Mode(rc.Mode),
+		Transport:      rc.Transport,
 	}
 }
 

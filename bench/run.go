@@ -54,7 +54,8 @@ type Options struct {
 	Proxies int
 	// Scenarios to run [all].
 	Scenarios []string
-	// Servers to run them against [pilotfish, snapshot, linear].
+	// Servers to run them against [pilotfish, snapshot, linear]; floor
+	// only when listed.
 	Servers []string
 	// Mode is the xDS variant every simulated proxy speaks, with every
 	// server: loadgen.SotW [default] or loadgen.Delta.
@@ -115,8 +116,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.Servers = Servers
 	}
 	for _, s := range o.Servers {
-		if !slices.Contains(Servers, s) {
-			return o, fmt.Errorf("bench: unknown server %q (want %s)", s, strings.Join(Servers, ", "))
+		if !slices.Contains(KnownServers, s) {
+			return o, fmt.Errorf("bench: unknown server %q (want %s)", s, strings.Join(KnownServers, ", "))
 		}
 	}
 	if o.Changes == 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,10 +36,17 @@ const (
 	// Linear is a go-control-plane MuxCache of one LinearCache per type
 	// behind its ADS server.
 	Linear = "linear"
+	// Floor does nothing per proxy but write pre-encoded responses and
+	// read requests, on pilotfish's transport settings: what gRPC-go and
+	// the kernel cost alone (floor.go). Only on request: not in Servers.
+	Floor = "floor"
 )
 
-// Servers lists the servers in the order a run measures them.
+// Servers lists the servers a run measures by default, in order.
 var Servers = []string{Pilotfish, Snapshot, Linear}
+
+// KnownServers lists every server a run can measure.
+var KnownServers = []string{Pilotfish, Snapshot, Linear, Floor}
 
 // server is one xDS server under test, listening on 127.0.0.1.
 type server interface {
@@ -67,8 +75,10 @@ func startServer(kind string, p *plan, o serverOptions) (server, error) {
 		return startSnapshot(p)
 	case Linear:
 		return startLinear(p)
+	case Floor:
+		return startFloor(p)
 	}
-	return nil, fmt.Errorf("bench: unknown server %q (want %s, %s or %s)", kind, Pilotfish, Snapshot, Linear)
+	return nil, fmt.Errorf("bench: unknown server %q (want one of %s)", kind, strings.Join(KnownServers, ", "))
 }
 
 // grpcHost is a gRPC server on a tracking listener.

@@ -35,7 +35,10 @@ func newBenchCommand() *cobra.Command {
 127.0.0.1: pilotfish (index, engine and ADS server, wired as serve wires them),
 go-control-plane's SnapshotCache (one snapshot for every node) and its
 LinearCache (one per type, behind a MuxCache). The baselines serve exactly the
-resources pilotfish generates for the simulated proxies. Against each, loadgen's
+resources pilotfish generates for the simulated proxies. --server floor adds a
+fourth, on request only: an ADS server on pilotfish's gRPC settings that does
+nothing per proxy but write pre-encoded responses and read requests, the floor
+of what gRPC-go and the kernel cost. Against each, loadgen's
 simulated sidecars (in a child process, so the server's CPU and heap are its own)
 run the scenarios:
 
@@ -57,6 +60,9 @@ compare ratios from one run, not absolute times across runs.`,
   # Config change convergence only, as JSON
   pilotfish bench --scenario change --workload virtualservice --json out.json
 
+  # Endpoint churn, pilotfish against the floor of gRPC and the kernel
+  pilotfish bench --scenario churn --mode delta --server pilotfish,floor
+
   # The example mesh (run from the repository root)
   pilotfish bench --workload examples --proxies 500`,
 		Args: cobra.NoArgs,
@@ -69,7 +75,7 @@ compare ratios from one run, not absolute times across runs.`,
 	f := cmd.Flags()
 	o := &bo.o
 	f.StringSliceVar(&o.Scenarios, "scenario", nil, "scenarios to run, repeated or comma separated: connect, change, churn, reconnect, memory (default all)")
-	f.StringSliceVar(&o.Servers, "server", nil, "servers to run against: pilotfish, snapshot, linear (default all)")
+	f.StringSliceVar(&o.Servers, "server", nil, "servers to run against: pilotfish, snapshot, linear, floor (default pilotfish, snapshot, linear)")
 	f.StringVar(&o.Workload, "workload", "http", "istio-bench workload name (http, virtualservice, ...) or a directory of manifests (examples)")
 	f.IntVar(&o.Services, "services", 100, "services of an istio-bench workload")
 	f.IntVar(&o.Proxies, "proxies", 200, "simulated sidecars")
