@@ -38,6 +38,16 @@ const (
 	Delta Mode = "delta" // incremental: DeltaAggregatedResources
 )
 
+// The client transports (Config.Transport).
+const (
+	// TransportGRPC is grpc-go's client transport: a reader and a writer
+	// goroutine per connection, streams multiplexed (StreamsPerConn).
+	TransportGRPC = "grpc"
+	// TransportH2C is loadgen's own HTTP/2 transport (internal/h2c): one
+	// stream per connection, read and written by the proxy's goroutine.
+	TransportH2C = "h2c"
+)
+
 // Decode is how responses are decoded.
 type Decode string
 
@@ -133,10 +143,17 @@ type Config struct {
 	// config, counts as converged.
 	ExpectResource string
 
+	// Transport is the client's gRPC transport: TransportGRPC (grpc-go's,
+	// the default) or TransportH2C (loadgen's own, one stream per
+	// connection on the proxy's goroutine: about half the client CPU per
+	// push, so that on a shared machine the server's cost dominates what
+	// is measured). TransportH2C needs StreamsPerConn 1 and ignores
+	// DialOptions.
+	Transport string
 	// Dialer, if set, dials the server instead of net.Dialer (for in-memory
 	// listeners or custom transports).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
-	// DialOptions are added to loadgen's own.
+	// DialOptions are added to loadgen's own (TransportGRPC only).
 	DialOptions []grpc.DialOption
 
 	// Progress receives a progress line every ProgressInterval (nil: none).
@@ -167,6 +184,17 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.StreamsPerConn < 0 {
 		return bad("streams per connection must be positive, got %d", c.StreamsPerConn)
+	}
+	switch c.Transport {
+	case "":
+		c.Transport = TransportGRPC
+	case TransportGRPC:
+	case TransportH2C:
+		if c.StreamsPerConn != 1 {
+			return bad("transport %s carries one stream per connection; use %s for %d streams per connection", TransportH2C, TransportGRPC, c.StreamsPerConn)
+		}
+	default:
+		return bad("unknown transport %q (want %s or %s)", c.Transport, TransportGRPC, TransportH2C)
 	}
 	switch c.Type {
 	case "":

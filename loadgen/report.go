@@ -20,6 +20,7 @@ type Report struct {
 	Decode         string  `json:"decode"`
 	Proxies        int     `json:"proxies"`
 	StreamsPerConn int     `json:"streams_per_conn"`
+	Transport      string  `json:"transport"` // grpc or h2c
 	Connections    int     `json:"connections"`
 	RampPerSecond  float64 `json:"ramp_per_second"`
 	NackRate       float64 `json:"nack_rate"`
@@ -181,6 +182,7 @@ func (r *runner) report() *Report {
 		Decode:         string(cfg.Decode),
 		Proxies:        cfg.Proxies,
 		StreamsPerConn: cfg.StreamsPerConn,
+		Transport:      cfg.Transport,
 		Connections:    len(r.conns),
 		RampPerSecond:  cfg.Ramp,
 		NackRate:       cfg.NackRate,
@@ -189,6 +191,9 @@ func (r *runner) report() *Report {
 		Launched:       int(r.launched.Load()),
 		Connected:      int(r.everConnected.Load()),
 		FullConfig:     int(r.fullCount.Load()),
+	}
+	if cfg.Transport == TransportH2C {
+		rep.Connections = int(r.launched.Load()) // one per proxy
 	}
 	var ttfc []time.Duration
 	for i := range r.ttfc {

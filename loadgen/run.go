@@ -309,7 +309,7 @@ func (r *runner) launch(ctx, proxyCtx context.Context, wg *sync.WaitGroup) {
 		if ctx.Err() != nil {
 			return
 		}
-		if i%cfg.StreamsPerConn == 0 {
+		if i%cfg.StreamsPerConn == 0 && cfg.Transport == TransportGRPC { // h2c dials per stream
 			var err error
 			conn, err = grpc.NewClient(target, opts...)
 			if err != nil {

@@ -131,50 +131,55 @@ func checkLatency(t *testing.T, name string, l Latency, count int) {
 
 func TestRunFullConfig(t *testing.T) {
 	for _, mode := range []Mode{SotW, Delta} {
-		t.Run(string(mode), func(t *testing.T) {
-			srv := startXDS(t, baseMesh("v1").snapshot(t))
-			const n = 10
-			rep := run(t, testConfig(srv.addr, n, mode))
-			checkConsistent(t, rep)
-			checkHeld(t, rep, map[string]int{"cds": 21, "eds": 20, "lds": 2, "rds": 2})
-			if got := rep.Type("other").Responses; got != 0 {
-				t.Errorf("other responses: %d", got)
-			}
-			// Each proxy got each type once, and with a SotW server once
-			// more at most; every response was ACKed and the server saw
-			// every ACK.
-			acks, nacks := srv.counts()
-			for _, typ := range []string{"cds", "eds", "lds", "rds"} {
-				ts := rep.Type(typ)
-				if ts.NACKs != 0 {
-					t.Errorf("%s: %d NACKs", typ, ts.NACKs)
+		for _, transport := range []string{TransportGRPC, TransportH2C} {
+			t.Run(string(mode)+"/"+transport, func(t *testing.T) {
+				srv := startXDS(t, baseMesh("v1").snapshot(t))
+				const n = 10
+				cfg := testConfig(srv.addr, n, mode)
+				cfg.Transport = transport
+				cfg.Transport = transport
+				rep := run(t, cfg)
+				checkConsistent(t, rep)
+				checkHeld(t, rep, map[string]int{"cds": 21, "eds": 20, "lds": 2, "rds": 2})
+				if got := rep.Type("other").Responses; got != 0 {
+					t.Errorf("other responses: %d", got)
 				}
-				url := typeURLs[mustType(t, typ)]
-				if acks[url] < int(ts.ACKs) {
-					t.Errorf("%s: server saw %d ACKs, loadgen sent %d", typ, acks[url], ts.ACKs)
+				// Each proxy got each type once, and with a SotW server once
+				// more at most; every response was ACKed and the server saw
+				// every ACK.
+				acks, nacks := srv.counts()
+				for _, typ := range []string{"cds", "eds", "lds", "rds"} {
+					ts := rep.Type(typ)
+					if ts.NACKs != 0 {
+						t.Errorf("%s: %d NACKs", typ, ts.NACKs)
+					}
+					url := typeURLs[mustType(t, typ)]
+					if acks[url] < int(ts.ACKs) {
+						t.Errorf("%s: server saw %d ACKs, loadgen sent %d", typ, acks[url], ts.ACKs)
+					}
+					if nacks[url] != 0 {
+						t.Errorf("%s: server saw %d NACKs", typ, nacks[url])
+					}
 				}
-				if nacks[url] != 0 {
-					t.Errorf("%s: server saw %d NACKs", typ, nacks[url])
+				if got := rep.Type("cds").Resources; got != 21*n {
+					t.Errorf("cds resources received %d, want %d", got, 21*n)
 				}
-			}
-			if got := rep.Type("cds").Resources; got != 21*n {
-				t.Errorf("cds resources received %d, want %d", got, 21*n)
-			}
-			srv.mu.Lock()
-			defer srv.mu.Unlock()
-			if len(srv.nodes) != n {
-				t.Errorf("server saw %d distinct nodes, want %d", len(srv.nodes), n)
-			}
-			node := srv.nodes["sidecar~10.10.0.1~pod-0.load-0~load-0.svc.cluster.local"]
-			if node == nil {
-				t.Fatalf("node of proxy 0 not seen; nodes: %v", keys(srv.nodes))
-			}
-			md := node.GetMetadata().GetFields()
-			if md["NAMESPACE"].GetStringValue() != "load-0" || md["ISTIO_VERSION"].GetStringValue() != "1.31.0" ||
-				md["LABELS"].GetStructValue().GetFields()["app"].GetStringValue() != "load-0" {
-				t.Errorf("node metadata: %v", md)
-			}
-		})
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				if len(srv.nodes) != n {
+					t.Errorf("server saw %d distinct nodes, want %d", len(srv.nodes), n)
+				}
+				node := srv.nodes["sidecar~10.10.0.1~pod-0.load-0~load-0.svc.cluster.local"]
+				if node == nil {
+					t.Fatalf("node of proxy 0 not seen; nodes: %v", keys(srv.nodes))
+				}
+				md := node.GetMetadata().GetFields()
+				if md["NAMESPACE"].GetStringValue() != "load-0" || md["ISTIO_VERSION"].GetStringValue() != "1.31.0" ||
+					md["LABELS"].GetStructValue().GetFields()["app"].GetStringValue() != "load-0" {
+					t.Errorf("node metadata: %v", md)
+				}
+			})
+		}
 	}
 }
 
@@ -199,41 +204,44 @@ func keys[V any](m map[string]V) []string {
 // ExpectResource; a second change removes it (negated expectation).
 func TestChangeConverges(t *testing.T) {
 	for _, mode := range []Mode{SotW, Delta} {
-		t.Run(string(mode), func(t *testing.T) {
-			srv := startXDS(t, baseMesh("v1").snapshot(t))
-			added := clusterName("new.example.com")
-			calls := 0
-			cfg := testConfig(srv.addr, 10, mode)
-			cfg.ChangeFunc = func(context.Context) error {
-				calls++
-				m := baseMesh("v1")
-				if calls == 1 {
-					m.version, m.extra = "v2", []string{added}
-				} else {
-					m.version = "v3"
+		for _, transport := range []string{TransportGRPC, TransportH2C} {
+			t.Run(string(mode)+"/"+transport, func(t *testing.T) {
+				srv := startXDS(t, baseMesh("v1").snapshot(t))
+				added := clusterName("new.example.com")
+				calls := 0
+				cfg := testConfig(srv.addr, 10, mode)
+				cfg.Transport = transport
+				cfg.ChangeFunc = func(context.Context) error {
+					calls++
+					m := baseMesh("v1")
+					if calls == 1 {
+						m.version, m.extra = "v2", []string{added}
+					} else {
+						m.version = "v3"
+					}
+					srv.set(t, m.snapshot(t))
+					return nil
 				}
-				srv.set(t, m.snapshot(t))
-				return nil
-			}
-			// First run: the change adds the cluster.
-			cfg.ExpectResource = "cds/" + added
-			rep := run(t, cfg)
-			checkConsistent(t, rep)
-			if len(rep.Changes) != 1 || rep.Changes[0].Expect != "cds/"+added {
-				t.Fatalf("changes: %+v", rep.Changes)
-			}
-			checkHeld(t, rep, map[string]int{"cds": 22, "eds": 21, "lds": 2, "rds": 2})
+				// First run: the change adds the cluster.
+				cfg.ExpectResource = "cds/" + added
+				rep := run(t, cfg)
+				checkConsistent(t, rep)
+				if len(rep.Changes) != 1 || rep.Changes[0].Expect != "cds/"+added {
+					t.Fatalf("changes: %+v", rep.Changes)
+				}
+				checkHeld(t, rep, map[string]int{"cds": 22, "eds": 21, "lds": 2, "rds": 2})
 
-			// Then the removal, against the same server, with new proxies
-			// that start from v2.
-			cfg.ExpectResource = "!cds/" + added
-			rep = run(t, cfg)
-			checkConsistent(t, rep)
-			checkHeld(t, rep, map[string]int{"cds": 21, "eds": 20, "lds": 2, "rds": 2})
-			if calls != 2 {
-				t.Errorf("ChangeFunc called %d times", calls)
-			}
-		})
+				// Then the removal, against the same server, with new proxies
+				// that start from v2.
+				cfg.ExpectResource = "!cds/" + added
+				rep = run(t, cfg)
+				checkConsistent(t, rep)
+				checkHeld(t, rep, map[string]int{"cds": 21, "eds": 20, "lds": 2, "rds": 2})
+				if calls != 2 {
+					t.Errorf("ChangeFunc called %d times", calls)
+				}
+			})
+		}
 	}
 }
 
@@ -294,53 +302,56 @@ func TestChangeCmdFails(t *testing.T) {
 // snapshot to a new version, every resource changed, after NACKs.
 func TestNack(t *testing.T) {
 	for _, mode := range []Mode{SotW, Delta} {
-		t.Run(string(mode), func(t *testing.T) {
-			srv := startXDS(t, baseMesh("v1").snapshot(t))
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			bumped := make(chan struct{})
-			go func() {
-				defer close(bumped)
-				for v := 2; ; v++ {
-					select {
-					case <-ctx.Done():
-						return
-					case <-srv.nackCh:
+		for _, transport := range []string{TransportGRPC, TransportH2C} {
+			t.Run(string(mode)+"/"+transport, func(t *testing.T) {
+				srv := startXDS(t, baseMesh("v1").snapshot(t))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				bumped := make(chan struct{})
+				go func() {
+					defer close(bumped)
+					for v := 2; ; v++ {
+						select {
+						case <-ctx.Done():
+							return
+						case <-srv.nackCh:
+						}
+						// Let a burst of NACKs arrive, then publish.
+						time.Sleep(20 * time.Millisecond)
+						for len(srv.nackCh) > 0 {
+							<-srv.nackCh
+						}
+						m := baseMesh("v" + itoa(v))
+						m.salt = v
+						srv.set(t, m.snapshot(t))
 					}
-					// Let a burst of NACKs arrive, then publish.
-					time.Sleep(20 * time.Millisecond)
-					for len(srv.nackCh) > 0 {
-						<-srv.nackCh
+				}()
+				const n = 5
+				cfg := testConfig(srv.addr, n, mode)
+				cfg.Transport = transport
+				cfg.NackRate = 1
+				rep := run(t, cfg)
+				cancel()
+				<-bumped
+				checkHeld(t, rep, map[string]int{"cds": 21, "eds": 20, "lds": 2, "rds": 2})
+				_, nacks := srv.counts()
+				for _, typ := range []string{"cds", "eds", "lds", "rds"} {
+					ts := rep.Type(typ)
+					url := typeURLs[mustType(t, typ)]
+					if ts.NACKs < n {
+						t.Errorf("%s: %d NACKs, want at least one per proxy", typ, ts.NACKs)
 					}
-					m := baseMesh("v" + itoa(v))
-					m.salt = v
-					srv.set(t, m.snapshot(t))
+					if int64(nacks[url]) != ts.NACKs {
+						t.Errorf("%s: server saw %d NACKs, loadgen sent %d", typ, nacks[url], ts.NACKs)
+					}
+					// Never two NACKs in a row: ACKs at least NACKs minus one
+					// per proxy (a proxy may end on a NACK).
+					if ts.ACKs < ts.NACKs-n {
+						t.Errorf("%s: %d ACKs, %d NACKs", typ, ts.ACKs, ts.NACKs)
+					}
 				}
-			}()
-			const n = 5
-			cfg := testConfig(srv.addr, n, mode)
-			cfg.NackRate = 1
-			rep := run(t, cfg)
-			cancel()
-			<-bumped
-			checkHeld(t, rep, map[string]int{"cds": 21, "eds": 20, "lds": 2, "rds": 2})
-			_, nacks := srv.counts()
-			for _, typ := range []string{"cds", "eds", "lds", "rds"} {
-				ts := rep.Type(typ)
-				url := typeURLs[mustType(t, typ)]
-				if ts.NACKs < n {
-					t.Errorf("%s: %d NACKs, want at least one per proxy", typ, ts.NACKs)
-				}
-				if int64(nacks[url]) != ts.NACKs {
-					t.Errorf("%s: server saw %d NACKs, loadgen sent %d", typ, nacks[url], ts.NACKs)
-				}
-				// Never two NACKs in a row: ACKs at least NACKs minus one
-				// per proxy (a proxy may end on a NACK).
-				if ts.ACKs < ts.NACKs-n {
-					t.Errorf("%s: %d ACKs, %d NACKs", typ, ts.ACKs, ts.NACKs)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -468,6 +479,20 @@ func TestDialer(t *testing.T) {
 	checkConsistent(t, rep)
 	if dials.Load() != 3 {
 		t.Errorf("%d dials, want 3", dials.Load())
+	}
+
+	// h2c dials once per proxy, through the same Dialer, and refuses to
+	// multiplex.
+	dials.Store(0)
+	cfg.Transport = TransportH2C
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
+		t.Fatalf("h2c with 2 streams per connection: %v, want ErrConfig", err)
+	}
+	cfg.StreamsPerConn = 1
+	rep = run(t, cfg)
+	checkConsistent(t, rep)
+	if dials.Load() != 6 || rep.Connections != 6 || rep.Transport != TransportH2C {
+		t.Errorf("h2c: %d dials, %d connections reported (%s), want 6", dials.Load(), rep.Connections, rep.Transport)
 	}
 }
 

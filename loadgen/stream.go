@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/pilotfish-mesh/pilotfish/loadgen/internal/h2c"
 )
 
 // stream is one ADS session of a proxy, SotW or Delta. Only the proxy's
@@ -40,7 +43,13 @@ func (p *proxy) open(ctx context.Context, conn *grpc.ClientConn) (stream, error)
 	if p.run.cfg.Mode == Delta {
 		method = deltaMethod
 	}
-	cs, err := conn.NewStream(ctx, adsDesc, method, grpc.ForceCodecV2(rawCodec{}))
+	var cs grpc.ClientStream
+	var err error
+	if cfg := &p.run.cfg; cfg.Transport == TransportH2C {
+		cs, err = h2c.Open(ctx, h2cAddr(cfg.XDS), method, rawCodec{}, h2c.Config{Window: envoyWindow, Dial: cfg.Dialer, UserAgent: "pilotfish-loadgen"})
+	} else {
+		cs, err = conn.NewStream(ctx, adsDesc, method, grpc.ForceCodecV2(rawCodec{}))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +57,15 @@ func (p *proxy) open(ctx context.Context, conn *grpc.ClientConn) (stream, error)
 		return deltaStream{cs}, nil
 	}
 	return sotwStream{cs}, nil
+}
+
+// h2cAddr is the host:port of an xDS address, without a gRPC target
+// scheme ("dns:///host:port").
+func h2cAddr(xds string) string {
+	if i := strings.Index(xds, ":///"); i >= 0 {
+		return xds[i+len(":///"):]
+	}
+	return xds
 }
 
 // session runs one stream until it fails or ctx ends.

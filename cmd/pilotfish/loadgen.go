@@ -86,6 +86,7 @@ converge everywhere.`,
 	f.StringVar(&o.typ, "type", "sidecar", "proxy type: sidecar, router or grpc")
 	f.StringVar(&o.mode, "mode", "sotw", "xDS protocol variant: sotw or delta")
 	f.IntVar(&c.StreamsPerConn, "streams-per-conn", 1, "proxies multiplexed on one gRPC connection")
+	f.StringVar(&c.Transport, "transport", loadgen.TransportGRPC, "client transport: grpc (grpc-go) or h2c (loadgen's own HTTP/2: one stream per connection, read and written by the proxy's goroutine)")
 	f.IntVar(&c.Namespaces, "namespaces", 1, "spread proxies over this many namespaces")
 	f.StringVar(&c.NamespacePrefix, "namespace-prefix", "load", "namespaces are PREFIX-0, PREFIX-1, ...")
 	f.IntVar(&c.Apps, "apps", 1, "spread proxies over this many app labels (app=load-I)")
