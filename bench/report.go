@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -182,7 +183,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.ClientInProcess {
 		client = "this process (server CPU, heap and RSS include the clients)"
 	}
-	fmt.Fprintf(&b, "pilotfish bench: %s; %d proxies (%s); loadgen in %s; pilotfish debounce %s\n", name, r.Proxies, orDash(r.Mode), client, fmtMS(r.DebounceMS))
+	fmt.Fprintf(&b, "pilotfish bench: %s; %d proxies (%s, %s transport); loadgen in %s; pilotfish debounce %s\n", name, r.Proxies, orDash(r.Mode), cmp.Or(r.Transport, "grpc"), client, fmtMS(r.DebounceMS))
 	fmt.Fprintf(&b, "full config per proxy: %d clusters, %d endpoints, %d listeners, %d routes, %s\n",
 		r.FullConfig.Clusters, r.FullConfig.Endpoints, r.FullConfig.Listeners, r.FullConfig.Routes, fmtBytes(float64(r.FullConfig.Bytes)))
 	fmt.Fprintf(&b, "GOMAXPROCS %d of %d CPUs; load average %s before, %s after; %s\n\n",

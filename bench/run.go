@@ -60,6 +60,9 @@ type Options struct {
 	// Mode is the xDS variant every simulated proxy speaks, with every
 	// server: loadgen.SotW [default] or loadgen.Delta.
 	Mode loadgen.Mode
+	// Transport is the simulated proxies' client transport
+	// (loadgen.TransportGRPC, the default, or loadgen.TransportH2C).
+	Transport string
 	// Changes is the number of services added, one after the other, in the
 	// change scenario [3].
 	Changes int
@@ -170,7 +173,8 @@ type Result struct {
 	// and RSS figures include the clients'.
 	ClientInProcess bool            `json:"client_in_process"`
 	DebounceMS      float64         `json:"debounce_ms"`
-	Mode            string          `json:"mode"` // sotw or delta
+	Mode            string          `json:"mode"`                // sotw or delta
+	Transport       string          `json:"transport,omitempty"` // the clients' transport: grpc or h2c
 	GOMAXPROCS      int             `json:"gomaxprocs"`
 	NumCPU          int             `json:"num_cpu"`
 	LoadBefore      string          `json:"load_before,omitempty"` // /proc/loadavg
@@ -315,6 +319,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Proxies: o.Proxies, Scenarios: o.Scenarios, ClientInProcess: o.Client.inProcess(),
 		DebounceMS: float64(o.Debounce) / float64(time.Millisecond),
 		Mode:       string(cmp.Or(o.Mode, loadgen.SotW)),
+		Transport:  cmp.Or(o.Transport, loadgen.TransportGRPC),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
 		LoadBefore: loadAverage(), StartedAt: start,
 	}
@@ -436,7 +441,7 @@ func (r *serverRun) config(changes int, interval time.Duration, expect string) r
 	return runConfig{
 		XDS: r.srv.addr(), Proxies: r.o.Proxies, Changes: changes,
 		ChangeInterval: interval, ChangeTimeout: r.o.ChangeTimeout, Timeout: r.o.Timeout,
-		Expect: expect, Progress: r.o.ClientProgress, Mode: string(r.o.Mode),
+		Expect: expect, Progress: r.o.ClientProgress, Mode: string(r.o.Mode), Transport: r.o.Transport,
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilotfish-mesh/pilotfish/loadgen"
 )
 
 // smallOptions are scenario options small enough for plain go test: a few
@@ -169,4 +171,39 @@ func logResult(t *testing.T, res *Result) {
 	var b strings.Builder
 	res.WriteTable(&b)
 	t.Log("\n" + b.String())
+}
+
+// TestScenariosH2CTransport: the simulated proxies on loadgen's own
+// transport (--transport h2c) reach full config, converge on changes,
+// endpoint churn and a reconnect storm (the server cuts every connection;
+// each proxy dials again), against pilotfish and a go-control-plane
+// baseline, in both protocol variants.
+func TestScenariosH2CTransport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers and a client process")
+	}
+	for _, mode := range []loadgen.Mode{loadgen.SotW, loadgen.Delta} {
+		t.Run(string(mode), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			o := smallOptions(t, "http", 10, ScenarioConnect, ScenarioChange, ScenarioChurn, ScenarioReconnect)
+			o.Servers, o.Mode, o.Transport = []string{Pilotfish, Linear}, mode, loadgen.TransportH2C
+			res, err := Run(ctx, o)
+			logResult(t, res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Transport != loadgen.TransportH2C {
+				t.Errorf("result transport %q", res.Transport)
+			}
+			for _, s := range res.Servers {
+				if len(s.Errors) > 0 || s.Change == nil || s.Churn == nil || s.Reconnect == nil {
+					t.Fatalf("%s: errors %v, change %v, churn %v, reconnect %v", s.Server, s.Errors, s.Change, s.Churn, s.Reconnect)
+				}
+				if s.Change.Convergence.Count != o.Changes*o.Proxies || s.Reconnect.Convergence.Count != o.Proxies {
+					t.Errorf("%s: %d change and %d reconnect convergences", s.Server, s.Change.Convergence.Count, s.Reconnect.Convergence.Count)
+				}
+			}
+		})
+	}
 }

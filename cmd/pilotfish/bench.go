@@ -80,6 +80,7 @@ compare ratios from one run, not absolute times across runs.`,
 	f.IntVar(&o.Services, "services", 100, "services of an istio-bench workload")
 	f.IntVar(&o.Proxies, "proxies", 200, "simulated sidecars")
 	f.StringVar(&bo.mode, "mode", "sotw", "xDS variant of the simulated proxies, with every server: sotw or delta")
+	f.StringVar(&o.Transport, "transport", loadgen.TransportGRPC, "the simulated proxies' gRPC transport: grpc (grpc-go) or h2c (loadgen's own, less client CPU per push; see pilotfish loadgen --help)")
 	f.IntVar(&o.Changes, "changes", 3, "services added one after the other (change)")
 	f.Float64Var(&o.ChurnRate, "churn-rate", 10, "endpoint changes per second (churn; each waits for the previous to converge)")
 	f.DurationVar(&o.ChurnDuration, "churn-duration", 3*time.Second, "how long the churn lasts")
