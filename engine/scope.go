@@ -43,33 +43,46 @@ type Instance struct {
 }
 
 // NewScope computes the scope of class in snap.
+//
+// It sorts the visible candidates by hostname once (scope_hosts.go) and keeps
+// one service per host, so that ByHost is filled once per host and Services
+// needs no sort of its own.
 func NewScope(snap *index.Snapshot, class *encode.ProxyClass) *Scope {
 	ns, _ := snap.Symbols.Lookup(class.Namespace)
-	s := &Scope{Snapshot: snap, Class: class, Namespace: ns, ByHost: map[index.Sym]index.ServiceID{}}
+	s := &Scope{Snapshot: snap, Class: class, Namespace: ns}
 	s.Egress = newEgress(snap, class.Sidecar, ns)
-	visit := func(id index.ServiceID, svc *index.Service) bool {
-		if !svc.ExportTo.VisibleTo(svc.Key.Namespace, ns) {
-			return true
-		}
-		cur, ok := s.ByHost[svc.Key.Host]
-		if !ok {
-			s.ByHost[svc.Key.Host] = id
-			return true
-		}
-		// A service in the proxy's own namespace shadows the same host
-		// elsewhere; otherwise the oldest (lowest ID) wins.
-		mine, curMine := svc.Key.Namespace == ns, snap.ServiceByID(cur).Key.Namespace == ns
-		if (mine && !curMine) || (mine == curMine && id < cur) {
-			s.ByHost[svc.Key.Host] = id
+	o := scopeHostsPool.Get().(*scopeHosts)
+	defer scopeHostsPool.Put(o)
+	defer o.reset()
+	s.Egress.visitServices(snap, ns, func(id index.ServiceID, svc *index.Service) bool {
+		if svc.ExportTo.VisibleTo(svc.Key.Namespace, ns) {
+			o.add(id, svc)
 		}
 		return true
+	})
+	o.sort(snap)
+	hosts := 0
+	for i := range o.keys {
+		if i == 0 || o.at(i).host != o.at(i-1).host {
+			hosts++
+		}
 	}
-	s.Egress.visitServices(snap, ns, visit)
-	s.Services = make([]index.ServiceID, 0, len(s.ByHost))
-	for _, id := range s.ByHost {
-		s.Services = append(s.Services, id)
+	s.Services = make([]index.ServiceID, 0, hosts)
+	s.ByHost = make(map[index.Sym]index.ServiceID, hosts)
+	for i := 0; i < len(o.keys); {
+		win := o.at(i)
+		for i++; i < len(o.keys) && o.at(i).host == win.host; i++ {
+			// A service in the proxy's own namespace shadows the same host
+			// elsewhere; otherwise the oldest (lowest ID) wins.
+			c := o.at(i)
+			mine, winMine := c.ns == ns, win.ns == ns
+			if (mine && !winMine) || (mine == winMine && c.id < win.id) {
+				win = c
+			}
+		}
+		s.Services = append(s.Services, win.id)
+		s.ByHost[win.host] = win.id
 	}
-	sortServicesByHost(snap, s.Services)
 	return s
 }
 
