@@ -145,10 +145,9 @@ type Config struct {
 
 	// Transport is the client's gRPC transport: TransportGRPC (grpc-go's,
 	// the default) or TransportH2C (loadgen's own, one stream per
-	// connection on the proxy's goroutine: about half the client CPU per
-	// push, so that on a shared machine the server's cost dominates what
-	// is measured). TransportH2C needs StreamsPerConn 1 and ignores
-	// DialOptions.
+	// connection on the proxy's goroutine, no reader or writer goroutines:
+	// less of a shared machine taken from the server under test).
+	// TransportH2C needs StreamsPerConn 1 and ignores DialOptions.
 	Transport string
 	// Dialer, if set, dials the server instead of net.Dialer (for in-memory
 	// listeners or custom transports).
