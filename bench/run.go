@@ -314,6 +314,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ProfileDir != "" {
+		if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("profile directory: %w", err)
+		}
+	}
 	start := time.Now()
 	res := &Result{
 		Proxies: o.Proxies, Scenarios: o.Scenarios, ClientInProcess: o.Client.inProcess(),

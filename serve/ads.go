@@ -72,9 +72,9 @@ func (NopXDSMetrics) PushError(string, string)       {}
 // encoded bytes and written by the raw-bytes codec (see ServerOptions), never
 // re-marshaled.
 //
-// Each stream has one goroutine receiving requests and one loop owning all
-// of the stream's protocol state; the loop alone sends, without locks. An
-// XDSServer itself holds no per-stream state and is safe for concurrent use.
+// Each stream has a receiver that reads and handles requests and a pusher
+// that sends the engine's pushes, taking turns on the stream's protocol
+// state under one per-stream mutex (stream.go). An XDSServer itself holds no per-stream state and is safe for concurrent use.
 type XDSServer struct {
 	backend      Backend
 	log          *slog.Logger

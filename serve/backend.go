@@ -21,8 +21,9 @@ type Backend interface {
 }
 
 // Session is one connected proxy as the engine sees it. serve calls its
-// methods from the stream's single loop goroutine, never concurrently for one
-// session; the engine may signal Pending from any goroutine.
+// methods under the stream's mutex, never concurrently for one session,
+// except PushDone, which the watchdog of a stalled write may call at any
+// time; the engine may signal Pending from any goroutine.
 type Session interface {
 	// ID names the proxy in logs and metrics, e.g. "pod-0.default" (istiod's
 	// proxy id).

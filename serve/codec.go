@@ -21,9 +21,12 @@ import (
 // many mostly idle streams. gRPC otherwise keeps a 32 KiB read buffer and
 // a 32 KiB write buffer per connection for its whole life, more than all
 // of a proxy's own state here: xDS connections are idle between pushes,
-// so the write buffer goes back to a shared pool after each flush and
-// frames are read straight from the socket (requests are rare and mostly
-// small; a large ACK is read into its own buffer either way).
+// so the write buffer goes back to a shared pool after each flush, and
+// the read buffer is 512 bytes: enough for a frame header and a typical
+// ACK in one read system call instead of two (header, then payload; 7% of
+// the server's CPU per endpoint push measured at 2,000 proxies with a 4 KiB
+// buffer), while a large request (a SotW EDS ACK names every cluster)
+// bypasses the buffer and is read straight into its own.
 //
 // The receive windows are fixed (1 MiB, far above any request), which
 // turns off gRPC's BDP estimation: with it on, every request a proxy sends
@@ -33,11 +36,14 @@ func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(rawCodec{}),
 		grpc.SharedWriteBuffer(true),
-		grpc.ReadBufferSize(0),
+		grpc.ReadBufferSize(serverReadBuffer),
 		grpc.InitialWindowSize(serverWindow),
 		grpc.InitialConnWindowSize(serverWindow),
 	}
 }
+
+// serverReadBuffer is the size of each connection's read buffer.
+const serverReadBuffer = 512
 
 // serverWindow is the stream and connection receive window.
 const serverWindow = 1 << 20

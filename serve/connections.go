@@ -14,8 +14,8 @@ import (
 
 // The registry of live streams, for debug endpoints (/debug/syncz,
 // /debug/connections, /debug/config_dump) and istiod's debug types on the
-// ADS stream. Each stream's protocol state stays owned by its loop; what the
-// registry shows is a copy the loop writes through its session (see
+// ADS stream. Each stream's protocol state stays behind its own mutex; what
+// the registry shows is a copy the stream writes through its session (see
 // trackedSession), under a per-stream mutex that only debug readers contend
 // for.
 
@@ -158,8 +158,8 @@ func proxyIDOf(id string) string {
 	return id
 }
 
-// connStatus is one stream's entry in the registry. The stream's loop writes
-// it; debug readers copy it.
+// connStatus is one stream's entry in the registry. The stream writes it;
+// debug readers copy it.
 type connStatus struct {
 	id          string
 	nodeID      string
@@ -206,7 +206,7 @@ func (c *connStatus) markDebug() {
 
 // trackedSession records what serve tells the engine's session in the
 // stream's registry entry, so the protocol code needs no debug hooks. Its
-// methods run on the stream's loop, like the session's.
+// methods run under the stream's mutex, like the session's.
 type trackedSession struct {
 	Session
 	st *connStatus

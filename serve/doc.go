@@ -5,8 +5,11 @@
 //
 // # Model
 //
-// Each stream has one goroutine receiving requests and one loop that owns
-// all of the stream's protocol state and does all sending, without locks.
+// Each stream has a receiver goroutine that reads requests and handles them
+// where it read them (an ACK costs no hand-off) and a pusher goroutine that
+// sends the engine's pushes; they take turns on the stream's protocol state
+// under one per-stream mutex. The handler goroutine only waits for the
+// stream's end, so it can always end it.
 // Responses are assembled with protowire from the engine's pre-marshaled
 // Any bytes into pooled buffers and written by a codec that sends them as
 // they are. NACKed content is never resent; only a later change is pushed.
@@ -16,7 +19,8 @@
 // A stream holds at most one work slot while it generates and writes (the
 // engine's push-throttle slot, or an admission slot of a FIFO semaphore for
 // responses to requests), and gives it back when a write stays blocked for
-// a second: a proxy that stops reading never delays others, and costs one
+// a second (one reusable watchdog timer per stream, send_watch.go): a
+// proxy that stops reading never delays others, and costs one
 // response in flight plus one merged pending push. A send timeout ends such
 // a stream; a generator panic ends only its stream; names per type and
 // streams per client IP are limited with ResourceExhausted errors.

@@ -31,8 +31,9 @@ import (
 //   - A write that has not completed after stalledSendAfter (the proxy stopped
 //     reading and HTTP/2 flow control blocks the send) gives its slot back:
 //     a stalled proxy never delays pushes to others. It keeps its one
-//     response in flight and nothing more (the stream's loop is blocked, and
-//     the engine merges further pushes into one pending push).
+//     response in flight and nothing more (the stream's writer is blocked,
+//     and the engine merges further pushes into one pending push). One
+//     reusable timer per stream watches every write (send_watch.go).
 //   - SendTimeout (PILOT_XDS_SEND_TIMEOUT) ends a stream whose write stays
 //     blocked that long, with DeadlineExceeded; the proxy reconnects and gets
 //     its full config afresh.
@@ -53,13 +54,6 @@ const stalledSendAfter = time.Second
 func defaultRequestConcurrency() int {
 	return max(8, 4*runtime.GOMAXPROCS(0))
 }
-
-// slot kinds a stream may hold (conn.slot).
-const (
-	slotNone  int32 = iota
-	slotPush        // the engine's push-throttle slot, released with PushDone
-	slotAdmit       // an admission slot of the server's FIFO semaphore
-)
 
 // Limits are the resilience settings of an XDSServer. The zero value has no
 // send timeout, no name or per-client limit, and the default admission
@@ -105,20 +99,33 @@ func newLimitState(l Limits) limitState {
 	return st
 }
 
-// holdPushSlot records that the stream holds the push-throttle slot of the
-// signal it just received.
-func (c *conn) holdPushSlot() { c.slot = slotPush }
+// holdPush records that the pusher received a push signal, which holds
+// the engine's push-throttle slot until PushDone. A stalled write (see
+// send_watch.go) may be holding the stream: then the slot goes back at
+// once and the push runs after the write.
+func (c *conn) holdPush() {
+	c.pushHeld.Store(true)
+	if c.watch.stalled.Load() {
+		c.releasePush()
+	}
+}
 
-// releaseSlot gives back whatever slot the stream holds, exactly once. It is
-// called by the loop after each request or push, and early by a stalled
-// send (see sendMsg), always on the loop's goroutine.
-func (c *conn) releaseSlot() {
-	held := c.slot
-	c.slot = slotNone
-	switch held {
-	case slotPush:
+// releasePush answers the push signal last received with PushDone, exactly
+// once, whichever goroutine gets there first: the pusher once the push is
+// sent, the watchdog of a stalled write, or the stream's end. It relies on
+// holdPush storing pushHeld before reading stalled, and the watchdog
+// storing stalled before calling this: one of them sees the other.
+func (c *conn) releasePush() {
+	if c.pushHeld.CompareAndSwap(true, false) {
 		c.sess.PushDone()
-	case slotAdmit:
+	}
+}
+
+// releaseAdmission gives back the admission slot the receiver took for a
+// response, exactly once: after the request is handled, or early by the
+// watchdog of a stalled write.
+func (c *conn) releaseAdmission() {
+	if c.admitted.CompareAndSwap(true, false) {
 		c.srv.admit.release()
 	}
 }
@@ -127,13 +134,13 @@ func (c *conn) releaseSlot() {
 // response to a request (a push already holds the engine's slot). It waits
 // its turn (oldest stream first) and fails only when the stream ends.
 func (c *conn) admitRequest() error {
-	if c.slot != slotNone || c.srv.admit == nil {
+	if c.srv.admit == nil || c.pushing || c.admitted.Load() {
 		return nil
 	}
 	if err := c.srv.admit.acquire(c.ss.Context(), c.seq); err != nil {
 		return status.FromContextError(err).Err()
 	}
-	c.slot = slotAdmit
+	c.admitted.Store(true)
 	return nil
 }
 
@@ -174,63 +181,24 @@ func (c *conn) failReason(def string) string {
 	return r
 }
 
-// sendMsg writes m to the stream. Without a send timeout and without a slot
-// held it is a plain SendMsg. Otherwise the write runs on its own goroutine
-// (gRPC cannot interrupt SendMsg but ends it when the handler returns) and
-// the loop waits: after stalledSendAfter it gives its slot back, and from
-// then on answers the engine's push signals by giving their slots back too
-// (the push stays pending, merged, for after the write: see repending);
-// after SendTimeout it ends the stream.
-func (c *conn) sendMsg(typeURL string, m *rawMessage) error {
-	timeout := c.srv.sendTimeout
-	if timeout <= 0 && c.slot == slotNone {
-		return c.ss.SendMsg(m)
-	}
-	if c.sendDone == nil {
-		c.sendDone = make(chan error, 1)
-	}
-	go func() { c.sendDone <- c.ss.SendMsg(m) }()
-	stalled := time.NewTimer(stalledSendAfter)
-	defer stalled.Stop()
-	var deadline <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
-	var pending <-chan struct{} // watched once stalled
-	for {
-		select {
-		case err := <-c.sendDone:
-			return err
-		case <-stalled.C:
-			c.log.Debug("xds send stalled: the proxy is not reading; its work slot is released", "type", typeURL)
-			c.releaseSlot()
-			pending = c.sess.Pending()
-		case <-pending:
-			// A push signalled while the write is stuck: give its throttle
-			// slot back at once and run the push after the write.
-			c.sess.PushDone()
-			c.repending = true
-		case <-deadline:
-			c.failure = "timeout" // counted by the caller (pilot_xds_push_errors)
-			c.log.Warn("xds send timed out: the proxy stopped reading; closing its stream", "type", typeURL, "timeout", timeout)
-			// The blocked SendMsg returns once the handler has returned; its
-			// goroutine then exits (sendDone has room for its result).
-			return status.Errorf(codes.DeadlineExceeded, "sending %s timed out after %s: the proxy is not reading its stream", typeURL, timeout)
-		}
-	}
-}
-
-// runPush takes the merged pending push, sends it and releases the slot.
+// runPush takes the merged pending push and sends it, then answers its
+// signal; again while a stalled write left a push signal to run after it
+// (send_watch.go). mu is held.
 func runPush[R any](c *conn, p protocol[R]) error {
-	if push, ok := c.sess.TakePush(); ok {
-		if err := p.push(push); err != nil {
-			return err
+	c.pushing = true
+	defer func() { c.pushing = false }()
+	for {
+		if push, ok := c.sess.TakePush(); ok {
+			if err := p.push(push); err != nil {
+				return err
+			}
 		}
+		c.releasePush()
+		if !c.watch.repending {
+			return nil
+		}
+		c.watch.repending = false
 	}
-	c.releaseSlot() // PushDone, unless a stalled send gave it back already
-	return nil
 }
 
 // checkNames enforces MaxSubscribedNames for one type on a stream.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -22,10 +23,20 @@ import (
 // What both protocols share: opening and closing a stream, its goroutines,
 // nonces and sending. The protocol state itself lives in stream_sotw.go and
 // stream_delta.go.
+//
+// A stream runs on three goroutines. The receiver reads each request and
+// handles it where it was read: an ACK, most of a stream's traffic, costs
+// no hand-off. The pusher waits for the engine's push signal and sends the
+// push. Both hold conn.mu while they touch the protocol state, so they take
+// turns, and both may write to the stream (gRPC allows one SendMsg at a
+// time, which mu guarantees). The handler goroutine gRPC gave the stream
+// only waits for the first error: it never sends, so it can always return,
+// and returning is the one way to end a gRPC stream, even one whose write
+// is blocked because the proxy stopped reading (SendTimeout, limits.go).
 
 // protocol is one stream's xDS state machine, SotW or Delta. Its methods run
-// on the stream's loop goroutine only; an error ends the stream and is
-// returned to the proxy, so it must be a gRPC status error.
+// with conn.mu held; an error ends the stream and is returned to the proxy,
+// so it must be a gRPC status error.
 type protocol[R any] interface {
 	handle(req R) error
 	push(p engine.Push) error
@@ -39,9 +50,10 @@ type request[T any] interface {
 }
 
 // serveStream runs one ADS stream: it waits for the first request, connects
-// the proxy, then loops over requests, pushes and cancellation until the
-// stream ends. Session.Close is called on every path after a successful
-// Connect.
+// the proxy, starts the receiver and the pusher and returns the stream's
+// first error (nil when the proxy closed it). Session.Close is called once
+// after a successful Connect, when the last of the three goroutines is done
+// with the stream (conn.unref).
 func serveStream[T any, R request[T]](s *XDSServer, ss grpc.ServerStream, delta bool, newProtocol func(*conn) protocol[R]) error {
 	ctx := ss.Context()
 	first := R(new(T))
@@ -52,60 +64,89 @@ func serveStream[T any, R request[T]](s *XDSServer, ss grpc.ServerStream, delta 
 	if err != nil {
 		return err
 	}
-	defer c.close()
-	defer c.releaseSlot() // limits.go
 	p := newProtocol(c)
-
-	// The receiver goroutine decodes requests while the loop sends; it ends
-	// when RecvMsg fails, which gRPC guarantees once this handler returns.
-	reqs := make(chan R, 1)
-	var recvErr error // written before close(reqs), read after
-	go pprof.Do(ctx, pprof.Labels("xds", "recv"), func(ctx context.Context) {
-		defer close(reqs)
-		for {
-			r := R(new(T))
-			if err := ss.RecvMsg(r); err != nil {
-				recvErr = err
-				return
-			}
-			select {
-			case reqs <- r:
-			case <-ctx.Done():
-				return
-			}
-		}
+	c.refs.Store(3)
+	defer c.unref()
+	mode := "sotw"
+	if delta {
+		mode = "delta"
+	}
+	go pprof.Do(ctx, pprof.Labels("xds", mode, "xds_goroutine", "recv"), func(ctx context.Context) {
+		defer c.unref()
+		receive[T, R](c, p, first)
 	})
-
-	if err := p.handle(first); err != nil {
+	go pprof.Do(ctx, pprof.Labels("xds", mode, "xds_goroutine", "push"), func(ctx context.Context) {
+		defer c.unref()
+		pushLoop(ctx, c, p)
+	})
+	select {
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	case err := <-c.errs:
 		return err
 	}
-	c.releaseSlot()
+}
+
+// receive handles the first request, then reads and handles requests until
+// the stream fails. RecvMsg fails once the handler has returned, so it ends
+// with the stream.
+func receive[T any, R request[T]](c *conn, p protocol[R], first R) {
+	r := first
+	for {
+		c.mu.Lock()
+		err := p.handle(r)
+		c.releaseAdmission() // limits.go
+		c.mu.Unlock()
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		r = R(new(T))
+		if err := c.ss.RecvMsg(r); err != nil {
+			c.fail(recvStatus(err))
+			return
+		}
+	}
+}
+
+// pushLoop sends each push the engine signals until the stream ends. A
+// signal holds the engine's push-throttle slot until PushDone
+// (conn.releasePush, limits.go).
+func pushLoop[R any](ctx context.Context, c *conn, p protocol[R]) {
 	pending := c.sess.Pending()
 	for {
-		if c.repending { // a push signalled while a send was stalled (limits.go)
-			c.repending = false
-			if err := runPush(c, p); err != nil {
-				return err
-			}
-			continue
-		}
 		select {
 		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		case r, ok := <-reqs:
-			if !ok {
-				return recvStatus(recvErr)
-			}
-			if err := p.handle(r); err != nil {
-				return err
-			}
-			c.releaseSlot()
+			return
 		case <-pending:
-			c.holdPushSlot()
-			if err := runPush(c, p); err != nil { // limits.go
-				return err
-			}
 		}
+		c.holdPush()
+		c.mu.Lock()
+		err := runPush(c, p)
+		c.mu.Unlock()
+		if err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// fail reports the stream's end to the handler; the first report wins.
+func (c *conn) fail(err error) {
+	select {
+	case c.errs <- err:
+	default:
+	}
+}
+
+// unref is called by each of the stream's three goroutines as it exits;
+// the last one closes the session. The handler returns first (gRPC then
+// ends the stream, which unblocks the others), so a goroutine still inside
+// Generate or SendMsg never sees its session closed under it.
+func (c *conn) unref() {
+	if c.refs.Add(-1) == 0 {
+		c.releasePush()
+		c.close()
 	}
 }
 
@@ -134,22 +175,28 @@ func (s *XDSServer) streamDelta(ss grpc.ServerStream) error {
 	return err
 }
 
-// conn is the protocol-independent part of one stream. It is owned by the
-// stream's loop goroutine: nothing in it is shared or locked.
+// conn is the protocol-independent part of one stream. Its fields and the
+// protocol state are guarded by mu (held by the receiver while it handles a
+// request and by the pusher while it pushes), except those marked
+// otherwise.
 type conn struct {
 	srv   *XDSServer
 	ss    grpc.ServerStream
 	sess  Session
 	log   *slog.Logger
 	delta bool
-	nonce uint64 // last nonce issued; one counter for all types of the stream
+	mu    sync.Mutex
+	errs  chan error   // the stream's end, reported by fail; not guarded
+	refs  atomic.Int32 // goroutines still using the stream (unref)
+	nonce uint64       // last nonce issued; one counter for all types of the stream
 
 	scratch   []engine.Resource // Generate's destination; pooled between responses (see releaseScratch)
 	msg       rawMessage        // reused: SendMsg consumes it synchronously
 	peer      string            // remote address, "" when unknown
-	slot      int32             // the work slot held (limits.go)
-	sendDone  chan error        // result of a watched SendMsg (limits.go)
-	repending bool              // a push signal was consumed during a stalled send (limits.go)
+	admitted  atomic.Bool       // an admission slot is held (limits.go); not guarded
+	pushHeld  atomic.Bool       // a push signal is not yet answered with PushDone (limits.go); not guarded
+	pushing   bool              // the pusher is sending a push: generation needs no admission slot (limits.go)
+	watch     sendWatch         // the send watchdog (send_watch.go)
 	failure   string            // pilot_xds_push_errors reason of the error being returned, when more precise (limits.go)
 	seq       uint64            // connect sequence number: admission order (limits.go)
 	status    *connStatus       // the stream's entry in the debug registry (connections.go)
@@ -194,6 +241,7 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 		peer:     addr,
 		seq:      s.streams.Add(1),
 		credAuth: errCredUnchecked,
+		errs:     make(chan error, 1),
 	}
 	if n, err := engine.ParseNode(node); err == nil {
 		c.namespace = n.Namespace
