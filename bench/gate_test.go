@@ -61,8 +61,8 @@ var gateFloors = []gateFloor{
 	{ScenarioChurn, "server allocs per proxy per change", Snapshot, 12},  // 21.3–21.5×
 	{ScenarioConnect, "server allocs per proxy", Snapshot, 6},            // 9.2–9.6×
 	// Idle heap per proxy (1.37× SnapshotCache's, 1.54× LinearCache's;
-	// stable to 1%): gRPC's 32 KiB read buffer per connection is most of
-	// every server's figure at this size, so the floors guard against
+	// stable to 1%): what gRPC's transport costs per connection, the same
+	// in every server, is most of each figure at this size, so the floors guard against
 	// pilotfish growing per-stream state rather than demand the 5× it
 	// reaches at 1,000 services.
 	{ScenarioMemory, "heap per proxy", Snapshot, 1.1},

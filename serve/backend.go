@@ -42,7 +42,10 @@ type Session interface {
 	// the connection's push-throttle slot on it. When a write has been
 	// blocked for a second (the proxy stopped reading), serve calls it
 	// early, and answers further signals with it at once, taking their
-	// merged push after the write: a stalled stream holds no slot.
+	// merged push after the write: a stalled stream holds no slot. A signal
+	// that finds the stream busy answering a request (which may wait for an
+	// admission slot) is also answered at once; its push follows the
+	// request.
 	PushDone()
 
 	// Generate appends the resources of typeURL for this proxy to dst and

@@ -34,6 +34,10 @@ import (
 //     response in flight and nothing more (the stream's writer is blocked,
 //     and the engine merges further pushes into one pending push). One
 //     reusable timer per stream watches every write (send_watch.go).
+//   - A push signalled while the stream's receiver is answering a request
+//     (perhaps waiting for an admission slot in a reconnect storm) gives the
+//     engine's slot back at once and follows the request, so pushes to
+//     other streams never queue behind requests.
 //   - SendTimeout (PILOT_XDS_SEND_TIMEOUT) ends a stream whose write stays
 //     blocked that long, with DeadlineExceeded; the proxy reconnects and gets
 //     its full config afresh.

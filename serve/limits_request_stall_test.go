@@ -116,3 +116,66 @@ func TestSendTimeoutOnStalledResponse(t *testing.T) {
 		t.Fatalf("push errors %q, want one CDS timeout", got)
 	}
 }
+
+// gatedBackend is a testBackend whose sessions' Generate blocks, for the
+// node gated, until gate is closed.
+type gatedBackend struct {
+	*testBackend
+	gated string
+	gate  chan struct{}
+}
+
+func (b *gatedBackend) Connect(ctx context.Context, node *corev3.Node, addr string) (serve.Session, error) {
+	s, err := b.testBackend.Connect(ctx, node, addr)
+	if err != nil || node.GetId() != b.gated {
+		return s, err
+	}
+	return gatedSession{Session: s, gate: b.gate}, nil
+}
+
+type gatedSession struct {
+	serve.Session
+	gate chan struct{}
+}
+
+func (s gatedSession) Generate(typeURL string, names []string, wildcard bool, dst []engine.Resource) ([]engine.Resource, error) {
+	<-s.gate
+	return s.Session.Generate(typeURL, names, wildcard, dst)
+}
+
+// TestPushWaitingBehindRequestHoldsNoSlot: a stream whose receiver is
+// waiting for an admission slot (every one is taken) gives the engine's
+// push slot back as soon as a push is signalled, so pushes to other
+// streams never queue behind requests; the push still reaches the proxy.
+func TestPushWaitingBehindRequestHoldsNoSlot(t *testing.T) {
+	b := &gatedBackend{testBackend: newTestBackend(), gated: "hog", gate: make(chan struct{})}
+	b.set(t, cluster("c1", 0))
+	addr := startLimitServer(t, b, serve.XDSOptions{Limits: serve.Limits{RequestConcurrency: 1}})
+	cc := dial(t, addr)
+
+	// The hog takes the only admission slot and keeps it, generating.
+	hog := newSotWClient(t, cc, "hog")
+	hog.request(engine.TypeCluster)
+	b.session(t, "hog")
+	// The waiter's receiver waits for that slot, holding its stream.
+	waiter := newSotWClient(t, cc, "waiter")
+	waiter.request(engine.TypeCluster)
+	s := b.session(t, "waiter")
+
+	b.set(t, cluster("c1", 1))
+	b.push(engine.Push{Full: true})
+	waitFor(t, "the waiter's push slot given back while its request waits", func() bool {
+		signals, dones, _ := s.progress()
+		return signals == 1 && dones == 1
+	})
+	if _, _, sent := s.progress(); sent != 0 {
+		t.Fatalf("%d responses sent to the waiter before it was admitted", sent)
+	}
+
+	close(b.gate)
+	r := waiter.recv()
+	if c := unmarshalCluster(t, r.Resources[0].Value); c.GetConnectTimeout().AsDuration() != cluster("c1", 1).GetConnectTimeout().AsDuration() {
+		t.Fatalf("the waiter got %v, want the pushed generation", c.GetConnectTimeout().AsDuration())
+	}
+	hog.recv()
+}

@@ -121,7 +121,13 @@ func pushLoop[R any](ctx context.Context, c *conn, p protocol[R]) {
 		case <-pending:
 		}
 		c.holdPush()
-		c.mu.Lock()
+		if !c.mu.TryLock() {
+			// The receiver is handling a request, and may be waiting for
+			// an admission slot: do not hold the engine's push slot
+			// meanwhile, or pushes to every stream stall behind requests.
+			c.releasePush()
+			c.mu.Lock()
+		}
 		err := runPush(c, p)
 		c.mu.Unlock()
 		if err != nil {
