@@ -9,8 +9,9 @@ import (
 )
 
 // Conn is one connected proxy stream. It implements serve's Session: serve
-// calls its methods from the stream's loop goroutine; the engine enqueues
-// pushes from its own goroutine.
+// calls its methods under the stream's mutex (PushDone and Close also from
+// other goroutines, which its own lock covers); the engine enqueues pushes
+// from its own goroutine.
 type Conn struct {
 	e     *Engine
 	id    string // "POD.NAMESPACE-N": unique per stream

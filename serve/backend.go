@@ -22,8 +22,10 @@ type Backend interface {
 
 // Session is one connected proxy as the engine sees it. serve calls its
 // methods under the stream's mutex, never concurrently for one session,
-// except PushDone, which the watchdog of a stalled write may call at any
-// time; the engine may signal Pending from any goroutine.
+// except PushDone, which may come from any of the stream's goroutines at
+// any time (the pusher, the receiver, the watchdog of a stalled write), and
+// Close, which comes from whichever goroutine of the stream ends last. The
+// engine may signal Pending from any goroutine.
 type Session interface {
 	// ID names the proxy in logs and metrics, e.g. "pod-0.default" (istiod's
 	// proxy id).

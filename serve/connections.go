@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -210,21 +209,7 @@ func (c *connStatus) markDebug() {
 type trackedSession struct {
 	Session
 	st *connStatus
-	c  *conn // for the nonce of the response just sent
-	// inPush is set between a TakePush that returned a push and its
-	// PushDone (which a stalled send may call from another goroutine).
-	inPush atomic.Bool
-}
-
-func (t *trackedSession) TakePush() (engine.Push, bool) {
-	p, ok := t.Session.TakePush()
-	t.inPush.Store(ok)
-	return p, ok
-}
-
-func (t *trackedSession) PushDone() {
-	t.inPush.Store(false)
-	t.Session.PushDone()
+	c  *conn // for the nonce of the response just sent, and whether a push is being sent
 }
 
 func (t *trackedSession) Generate(typeURL string, names []string, wildcard bool, dst []engine.Resource) ([]engine.Resource, error) {
@@ -235,7 +220,7 @@ func (t *trackedSession) Generate(typeURL string, names []string, wildcard bool,
 	// Subscriptions change only on requests, outside pushes, where every
 	// call is the full set (a smaller one when the proxy unsubscribed).
 	// Only a shorter list can be a partial one: a full set skips the search.
-	partial := t.inPush.Load() && typeURL == engine.TypeEndpoint && !wildcard && !s.Wildcard &&
+	partial := t.c.pushing && typeURL == engine.TypeEndpoint && !wildcard && !s.Wildcard &&
 		len(names) < len(s.Names) && subsetOf(names, s.Names)
 	if !partial {
 		s.Names, s.Wildcard = names, wildcard

@@ -61,7 +61,7 @@ func (c *conn) debugRequest(req *discoveryv3.DiscoveryRequest) error {
 	buf := getBuf(sizeDiscoveryResponse(&h, res))
 	*buf = appendDiscoveryResponse(*buf, &h, res)
 	c.msg = rawMessage{buf: buf, pool: bufPool}
-	if err := c.ss.SendMsg(&c.msg); err != nil {
+	if err := c.sendMsg(typeURL, &c.msg); err != nil { // watched like every write (send_watch.go)
 		return err
 	}
 	nonce := string(appendDecimal(nil, h.nonce))

@@ -116,9 +116,12 @@ func (c *conn) holdPush() {
 
 // releasePush answers the push signal last received with PushDone, exactly
 // once, whichever goroutine gets there first: the pusher once the push is
-// sent, the watchdog of a stalled write, or the stream's end. It relies on
-// holdPush storing pushHeld before reading stalled, and the watchdog
-// storing stalled before calling this: one of them sees the other.
+// sent, the pusher or the receiver when the push must wait behind a request
+// that waits for admission, the watchdog of a stalled write, or the
+// stream's end. Each early release pairs a store with a load: holdPush
+// stores pushHeld before reading stalled, and the watchdog stores stalled
+// before calling this (likewise pushLoop and admitRequest with
+// awaitingAdmission): one of the two always sees the other.
 func (c *conn) releasePush() {
 	if c.pushHeld.CompareAndSwap(true, false) {
 		c.sess.PushDone()
@@ -135,13 +138,24 @@ func (c *conn) releaseAdmission() {
 }
 
 // admitRequest takes an admission slot before the stream generates a
-// response to a request (a push already holds the engine's slot). It waits
-// its turn (oldest stream first) and fails only when the stream ends.
+// response to a request (a push is bounded by the engine's throttle
+// instead). It waits its turn (oldest stream first) and fails only when the
+// stream ends. While it waits, a push signal the pusher holds is answered
+// at once (see awaitingAdmission): the pusher is blocked behind this
+// request and must not hold a throttle slot meanwhile.
 func (c *conn) admitRequest() error {
 	if c.srv.admit == nil || c.pushing || c.admitted.Load() {
 		return nil
 	}
-	if err := c.srv.admit.acquire(c.ss.Context(), c.seq); err != nil {
+	ctx := c.ss.Context()
+	if err := ctx.Err(); err != nil { // the stream ended while this request waited for mu
+		return status.FromContextError(err).Err()
+	}
+	c.awaitingAdmission.Store(true)
+	c.releasePush() // after the store: see pushLoop
+	err := c.srv.admit.acquire(ctx, c.seq)
+	c.awaitingAdmission.Store(false)
+	if err != nil {
 		return status.FromContextError(err).Err()
 	}
 	c.admitted.Store(true)

@@ -94,6 +94,10 @@ func receive[T any, R request[T]](c *conn, p protocol[R], first R) {
 	r := first
 	for {
 		c.mu.Lock()
+		if c.ss.Context().Err() != nil { // the stream ended while this request waited for mu
+			c.mu.Unlock()
+			return
+		}
 		err := p.handle(r)
 		c.releaseAdmission() // limits.go
 		c.mu.Unlock()
@@ -122,11 +126,18 @@ func pushLoop[R any](ctx context.Context, c *conn, p protocol[R]) {
 		}
 		c.holdPush()
 		if !c.mu.TryLock() {
-			// The receiver is handling a request, and may be waiting for
-			// an admission slot: do not hold the engine's push slot
-			// meanwhile, or pushes to every stream stall behind requests.
-			c.releasePush()
+			// The receiver is answering a request. If it waits for an
+			// admission slot (a reconnect storm), do not hold the engine's
+			// push slot meanwhile, or pushes to every stream queue behind
+			// requests; admitRequest covers a wait that starts later.
+			if c.awaitingAdmission.Load() {
+				c.releasePush()
+			}
 			c.mu.Lock()
+		}
+		if ctx.Err() != nil { // the stream ended while this push waited for mu
+			c.mu.Unlock()
+			return
 		}
 		err := runPush(c, p)
 		c.mu.Unlock()
@@ -146,9 +157,9 @@ func (c *conn) fail(err error) {
 }
 
 // unref is called by each of the stream's three goroutines as it exits;
-// the last one closes the session. The handler returns first (gRPC then
-// ends the stream, which unblocks the others), so a goroutine still inside
-// Generate or SendMsg never sees its session closed under it.
+// the last one closes the session, so a goroutine still inside Generate or
+// SendMsg never sees its session closed under it. The others end once the
+// handler has returned: gRPC then ends the stream, which unblocks them.
 func (c *conn) unref() {
 	if c.refs.Add(-1) == 0 {
 		c.releasePush()
@@ -196,19 +207,20 @@ type conn struct {
 	refs  atomic.Int32 // goroutines still using the stream (unref)
 	nonce uint64       // last nonce issued; one counter for all types of the stream
 
-	scratch   []engine.Resource // Generate's destination; pooled between responses (see releaseScratch)
-	msg       rawMessage        // reused: SendMsg consumes it synchronously
-	peer      string            // remote address, "" when unknown
-	admitted  atomic.Bool       // an admission slot is held (limits.go); not guarded
-	pushHeld  atomic.Bool       // a push signal is not yet answered with PushDone (limits.go); not guarded
-	pushing   bool              // the pusher is sending a push: generation needs no admission slot (limits.go)
-	watch     sendWatch         // the send watchdog (send_watch.go)
-	failure   string            // pilot_xds_push_errors reason of the error being returned, when more precise (limits.go)
-	seq       uint64            // connect sequence number: admission order (limits.go)
-	status    *connStatus       // the stream's entry in the debug registry (connections.go)
-	genAt     time.Time         // when the response being assembled started generating (pilot_xds_push_time)
-	namespace string            // the node's namespace, for the credential check (identity_sds.go)
-	credAuth  error             // the credential check's result once made; errCredUnchecked before
+	scratch           []engine.Resource // Generate's destination; pooled between responses (see releaseScratch)
+	msg               rawMessage        // reused: SendMsg consumes it synchronously
+	peer              string            // remote address, "" when unknown
+	admitted          atomic.Bool       // an admission slot is held (limits.go); not guarded
+	pushHeld          atomic.Bool       // a push signal is not yet answered with PushDone (limits.go); not guarded
+	pushing           bool              // the pusher is sending a push: generation needs no admission slot (limits.go)
+	awaitingAdmission atomic.Bool       // the receiver waits for an admission slot (limits.go); not guarded
+	watch             sendWatch         // the send watchdog (send_watch.go)
+	failure           string            // pilot_xds_push_errors reason of the error being returned, when more precise (limits.go)
+	seq               uint64            // connect sequence number: admission order (limits.go)
+	status            *connStatus       // the stream's entry in the debug registry (connections.go)
+	genAt             time.Time         // when the response being assembled started generating (pilot_xds_push_time)
+	namespace         string            // the node's namespace, for the credential check (identity_sds.go)
+	credAuth          error             // the credential check's result once made; errCredUnchecked before
 }
 
 // open validates the first request's node and connects the proxy.
