@@ -2,16 +2,12 @@ package serve_test
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/serve"
@@ -100,21 +96,7 @@ func TestSendTimeoutOnStalledResponse(t *testing.T) {
 	addr := startLimitServer(t, b, serve.XDSOptions{Metrics: metrics, Limits: serve.Limits{SendTimeout: 1500 * time.Millisecond}})
 	st := unreadStream(t, dialFixedWindow(t, addr), "stalled")
 	s := b.session(t, "stalled")
-	select {
-	case <-s.closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stalled stream was not closed")
-	}
-	var err error
-	for err == nil {
-		_, err = st.Recv()
-	}
-	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "not reading") {
-		t.Fatalf("stalled stream ended with %v, want DeadlineExceeded", err)
-	}
-	if got := metrics.list(); !slices.Equal(got, []string{engine.TypeCluster + " timeout"}) {
-		t.Fatalf("push errors %q, want one CDS timeout", got)
-	}
+	expectSendTimeout(t, s, st, metrics)
 }
 
 // gatedBackend is a testBackend whose sessions' Generate blocks, for the
