@@ -24,15 +24,7 @@ import (
 // second answer whose write blocks.
 func unreadStream(t *testing.T, cc *grpc.ClientConn, id string) discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: id}, TypeUrl: engine.TypeCluster}); err != nil {
-		t.Fatal(err)
-	}
+	st := cdsStream(t, cc, id)
 	if err := st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeCluster}); err != nil {
 		t.Fatal(err)
 	}

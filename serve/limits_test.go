@@ -68,9 +68,9 @@ func bigClusters(t *testing.T, b *testBackend, n, gen int) {
 	b.set(t, msgs...)
 }
 
-// stalledStream opens a SotW stream, receives and ACKs its CDS response,
-// then reads nothing more until the test calls recv.
-func stalledStream(t *testing.T, cc *grpc.ClientConn, id string) discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
+// cdsStream opens a SotW stream for node id and asks for CDS; it reads
+// nothing.
+func cdsStream(t *testing.T, cc *grpc.ClientConn, id string) discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -81,6 +81,14 @@ func stalledStream(t *testing.T, cc *grpc.ClientConn, id string) discoveryv3.Agg
 	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: id}, TypeUrl: engine.TypeCluster}); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// stalledStream opens a SotW stream, receives and ACKs its CDS response,
+// then reads nothing more until the test calls recv.
+func stalledStream(t *testing.T, cc *grpc.ClientConn, id string) discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
+	t.Helper()
+	st := cdsStream(t, cc, id)
 	r, err := st.Recv()
 	if err != nil {
 		t.Fatal(err)
