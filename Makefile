@@ -19,8 +19,12 @@ ISTIOCTL ?= .cache/bin/istioctl
 
 all: build
 
+# The version `pilotfish version` prints: the nearest tag and commit, "dev"
+# outside a git checkout.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 build:
-	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/pilotfish
+	$(GO) build -tags $(TAGS) -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/pilotfish
 
 run: build
 	./$(BIN) serve --config-dir examples

@@ -125,9 +125,10 @@ func (s *XDSServer) Connections() []ConnInfo {
 }
 
 // Connection finds the live stream of proxyID: its session ID exactly, else
-// the first (by ID) whose proxy ID ("POD.NAMESPACE") or node ID equals it,
-// else the first whose session ID contains it (istiod's lookup). Debug
-// streams (tools) are skipped.
+// the first (by ID) whose proxy ID ("POD.NAMESPACE") or node ID equals it.
+// istiod also takes any substring of a session ID ("p", "."), which picks
+// an arbitrary proxy; pilotfish matches whole names only, on purpose.
+// Debug streams (tools) are skipped.
 func (s *XDSServer) Connection(proxyID string) (ConnInfo, bool) {
 	if proxyID == "" {
 		return ConnInfo{}, false
@@ -136,7 +137,6 @@ func (s *XDSServer) Connection(proxyID string) (ConnInfo, bool) {
 	match := []func(c *ConnInfo) bool{
 		func(c *ConnInfo) bool { return c.ID == proxyID },
 		func(c *ConnInfo) bool { return proxyIDOf(c.ID) == proxyID || c.NodeID == proxyID },
-		func(c *ConnInfo) bool { return strings.Contains(c.ID, proxyID) },
 	}
 	for _, m := range match {
 		for i := range all {

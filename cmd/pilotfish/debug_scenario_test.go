@@ -232,6 +232,10 @@ func TestDebugConfigDumpAndKeyz(t *testing.T) {
 	for _, c := range []struct{ path, want string }{
 		{"/debug/config_dump", "You must provide a proxyID"},
 		{"/debug/config_dump?proxyID=nobody.nowhere", `Proxy "nobody.nowhere" not connected`},
+		// Only whole names match: a substring of a connected proxy's ID is
+		// not a proxy (istiod would answer for whichever came first).
+		{"/debug/config_dump?proxyID=reviews", `Proxy "reviews" not connected`},
+		{"/debug/config_dump?proxyID=.", `Proxy "." not connected`},
 		{"/debug/keyz?proxyID=nobody.nowhere&resource=x", `Proxy "nobody.nowhere" not connected`},
 		{"/debug/keyz?proxyID=reviews-1.shop", "give the resource name"},
 		{"/debug/keyz?proxyID=reviews-1.shop&resource=no-such-cluster", `no resource named "no-such-cluster"`},

@@ -53,7 +53,7 @@ func startServeAddrs(t *testing.T, dir string) started {
 		}
 	})
 	// As a kubelet would, wait for readiness: until then xDS streams are
-	// refused (TestXDSRefusedUntilReady).
+	// held (TestXDSStreamHeldUntilReady).
 	eventually(t, "serve ready", func() string {
 		if code, b := get(t, "http://"+s.httpAddr.String()+"/ready"); code != http.StatusOK {
 			return fmt.Sprintf("/ready: %d %s", code, b)

@@ -33,7 +33,9 @@ Pods, Namespaces and Istio's CRDs), translates it into Envoy xDS and streams it 
 every proxy, like istiod, at a fraction of the cost.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version, // --version; the template prints versionLine
 	}
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newValidateCommand())
 	root.AddCommand(newLoadgenCommand())

@@ -14,10 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/engine"
@@ -139,7 +135,9 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	metrics.watchCache(eng.Cache())
 
 	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
-	xdsServer := serve.NewXDSServer(backend{e: eng, ready: source.Synced}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
+	gate := newSyncGate(source.Synced, metrics.registry)
+	go gate.run(ctx)
+	xdsServer := serve.NewXDSServer(backend{e: eng, gate: gate}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
 		ControlPlaneID: controlPlaneID(), Debug: xdsDebug})
 	xdsServer.Register(grpcServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
@@ -187,7 +185,8 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 			log.Error("gRPC server stopped", "err", err)
 		}
 	}()
-	log.Info("pilotfish serving", "version", version, "sources", source.describe(o), "grpc", lis.Addr().String(), "grpc-tls", secure.tlsAddr(), "http", httpAddr.String())
+	log.Info("pilotfish serving", "version", version, "sources", source.describe(o), "grpc", lis.Addr().String(),
+		"grpc-tls", addrOrOff(secure.tlsAddr()), "http", httpAddr.String(), "webhook", addrOrOff(webhook.addr()))
 	if onStart != nil {
 		onStart(started{grpcAddr: lis.Addr(), httpAddr: httpAddr, grpcTLSAddr: secure.tlsAddr(), webhookAddr: webhook.addr()})
 	}
@@ -218,6 +217,15 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	return httpServer.Shutdown(shutdownCtx)
 }
 
+// addrOrOff names a listening address for the start-up log, "off" for a
+// server that is not running.
+func addrOrOff(a net.Addr) string {
+	if a == nil {
+		return "off"
+	}
+	return a.String()
+}
+
 func resyncOption(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
@@ -234,29 +242,4 @@ func newLogger(level string, out io.Writer) (*slog.Logger, error) {
 		out = os.Stderr
 	}
 	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: l})), nil
-}
-
-// backend adapts the engine to serve's Backend (serve may not be imported
-// by engine, so the adapter lives where all wiring does).
-type backend struct {
-	e *engine.Engine
-	// ready reports that every config source has synced. Until then a
-	// stream is refused with Unavailable (as istiod does) and the proxy
-	// retries: config built from a half-read mesh would make a restarted
-	// control plane withdraw clusters its proxies are using.
-	ready func() bool
-}
-
-// errNotReady is istiod's refusal of a stream before its caches synced.
-var errNotReady = status.Error(codes.Unavailable, "server is not ready to serve discovery information")
-
-func (b backend) Connect(ctx context.Context, node *corev3.Node, peer string) (serve.Session, error) {
-	if !b.ready() {
-		return nil, errNotReady
-	}
-	c, err := b.e.Connect(ctx, node, peer)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }

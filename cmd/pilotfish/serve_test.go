@@ -182,3 +182,41 @@ func TestServeRejectsMissingConfigDir(t *testing.T) {
 		t.Fatalf("err = %v, want a --config-dir error", err)
 	}
 }
+
+// TestServeLogsEveryAddress: the start-up line names every server's bound
+// address (xDS, xDS over TLS, HTTP, webhook), and "off" for one turned off.
+func TestServeLogsEveryAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		tls, hook   string
+		wantTLSOff  bool
+		wantHookOff bool
+	}{
+		{name: "all", tls: "127.0.0.1:0", hook: "127.0.0.1:0"},
+		{name: "tls and webhook off", wantTLSOff: true, wantHookOff: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &lockedBuffer{}
+			s := startServeWith(t, &serveOptions{configDir: t.TempDir(), logLevel: "info", logOut: logs,
+				webhook: webhookOptions{addr: tc.hook}, ca: caOptions{tlsAddr: tc.tls}})
+			want := map[string]string{"grpc": s.grpcAddr.String(), "http": s.httpAddr.String(), "grpc-tls": "off", "webhook": "off"}
+			if !tc.wantTLSOff {
+				want["grpc-tls"] = s.grpcTLSAddr.String()
+			}
+			if !tc.wantHookOff {
+				want["webhook"] = s.webhookAddr.String()
+			}
+			var line string
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, `msg="pilotfish serving"`) {
+					line = l
+				}
+			}
+			for k, v := range want {
+				if !strings.Contains(line, " "+k+"="+v) {
+					t.Errorf("start-up line lacks %s=%s: %q", k, v, line)
+				}
+			}
+		})
+	}
+}
