@@ -7,8 +7,17 @@
 # goroutines, heap and RSS when every proxy first has full config and at
 # the end (after a GC), pushes, and the p99 convergence of the changes.
 #
+# SOAK_WORKLOAD=http (or another istio-bench workload) serves that workload
+# at SOAK_SERVICES instead of the generated Services, next to the churning
+# ones. The end prints the slope of the heap after GC over the run's samples
+# (MiB per minute, least squares): flat is near 0.
+#
 # Usage: tools/soak.sh [BIN]   (make soak builds bin/pilotfish first)
 # Needs curl and jq. Not part of make test: it runs for minutes.
+#
+# The churn soak of the hardening work: istio-bench http at 1,000 services,
+# 1,000 proxies, a change a second for 10 minutes:
+#   SOAK_WORKLOAD=http SOAK_SERVICES=1000 SOAK_PROXIES=1000 SOAK_CHANGE_INTERVAL=1s make soak
 set -euo pipefail
 
 BIN=${1:-bin/pilotfish}
@@ -16,6 +25,7 @@ PROXIES=${SOAK_PROXIES:-5000}
 DURATION=${SOAK_DURATION:-10m}
 SERVICES=${SOAK_SERVICES:-100}
 INTERVAL=${SOAK_CHANGE_INTERVAL:-2s}
+WORKLOAD=${SOAK_WORKLOAD:-}
 GRPC=${SOAK_GRPC_ADDR:-127.0.0.1:25010}
 HTTP=${SOAK_HTTP_ADDR:-127.0.0.1:25014}
 OUT=${SOAK_OUT:-.cache/soak}
@@ -45,9 +55,13 @@ endpoints: [{addresses: [$3], conditions: {ready: true}}]
 ---
 EOF
 }
-for i in $(seq 0 $((SERVICES - 1))); do
-	service "svc-$i" "$i" "10.244.$((i / 250)).$((i % 250 + 1))"
-done >"$DIR/mesh.yaml"
+if [ -n "$WORKLOAD" ]; then
+	"$BIN" bench workload "$WORKLOAD" --services "$SERVICES" >"$DIR/mesh.yaml"
+else
+	for i in $(seq 0 $((SERVICES - 1))); do
+		service "svc-$i" "$i" "10.244.$((i / 250)).$((i % 250 + 1))"
+	done >"$DIR/mesh.yaml"
+fi
 service churn 900 10.245.0.1 >"$DIR/churn.yaml"
 service moving 901 10.246.0.1 >"$DIR/moving.yaml"
 
@@ -92,7 +106,7 @@ SERVER=$!
 for _ in $(seq 100); do curl -sf "http://$HTTP/ready" >/dev/null && break; sleep 0.2; done
 echo "idle   $("$DIR/sample.sh")" | tee -a "$OUT/samples.txt"
 
-(while sleep 15; do echo "sample $(date +%s) $("$DIR/sample.sh")"; done >>"$OUT/samples.txt") &
+(while sleep "${SOAK_SAMPLE_EVERY:-15}"; do echo "sample $(date +%s) $("$DIR/sample.sh")"; done >>"$OUT/samples.txt") &
 SAMPLER=$!
 
 echo "soak: $PROXIES proxies, $DURATION, a change every $INTERVAL after the previous converged; load: $(uptime)"
@@ -115,4 +129,10 @@ jq -r '"proxies with full config: \(.full_config)/\(.proxies); time to full conf
   "changes: \(.changes | length), converged on every proxy: \([.changes[] | select(.not_converged == 0 and .converged > 0)] | length)",
   "convergence p99 per change: median \([.changes[] | .convergence.p99_ms] | sort | .[length/2|floor] | floor) ms, max \([.changes[] | .convergence.p99_ms] | max | floor) ms"' \
 	"$OUT/loadgen.json"
+# Heap after GC against time over the samples taken while connected: the
+# least-squares slope in MiB per minute.
+awk -v g0="${g0:-0}" '$1 == "sample" { split($3, g, "="); if (g[2] + 0 < g0) next; split($4, h, "=");
+	x = ($2 - t0) / 60; if (n == 0) { t0 = $2; x = 0 } n++; sx += x; sy += h[2]; sxx += x * x; sxy += x * h[2]; if (n == 1) first = h[2]; last = h[2] }
+	END { if (n < 2) { print "heap slope: too few samples"; exit } d = n * sxx - sx * sx;
+	printf "heap after GC over %d samples: %.1f -> %.1f MiB, slope %.3f MiB/min\n", n, first, last, (d ? (n * sxy - sx * sy) / d : 0) }' "$OUT/samples.txt"
 echo "details: $OUT (samples.txt, loadgen.json, loadgen.txt, serve.log)"

@@ -88,3 +88,34 @@ func TestBenchCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchWorkloadServes: `pilotfish bench workload http` prints the
+// rendered workload, and serve reads it without an error: one service per
+// ServiceEntry (plus the proxy's own).
+func TestBenchWorkloadServes(t *testing.T) {
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"bench", "workload", "http", "--services", "7"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "http.yaml"), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := startServe(t, dir)
+	if _, b := get(t, base+"/debug/config_errors"); strings.Contains(string(b), "http.yaml") {
+		t.Fatalf("config errors: %s", b)
+	}
+	if got := len(registry(t, base)); got != 8 {
+		t.Errorf("registry holds %d services, want 8 (7 + the proxy's own)", got)
+	}
+	root = newRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"bench", "workload", "no-such-workload"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "no-such-workload") {
+		t.Errorf("unknown workload: %v, want an error naming it", err)
+	}
+}
