@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,43 +99,6 @@ func proxyScope(e *Engine, snap *index.Snapshot, ns string, labels map[string]st
 	node := &Node{ID: "p." + ns, Type: encode.ProxySidecar, Namespace: ns, Labels: labels}
 	class := e.classOf(snap, node)
 	return NewScope(snap, &class)
-}
-
-func TestSidecarEgressLimitsScope(t *testing.T) {
-	sw := newScopedWriter(t, scopedMesh)
-	e := New(sw.w, Options{})
-	snap := sw.w.Snapshot()
-	cases := []struct {
-		name, ns    string
-		labels      map[string]string
-		want, never []string
-	}{
-		{name: "own namespace and VirtualService destinations", ns: "a",
-			want:  []string{"outbound|80||one.a.svc.cluster.local", "outbound|8080||three.b.svc.cluster.local"},
-			never: []string{"outbound|80||two.b.svc.cluster.local"}},
-		{name: "no Sidecar sees the mesh", ns: "b",
-			want: []string{"outbound|80||one.a.svc.cluster.local", "outbound|80||two.b.svc.cluster.local", "outbound|8080||three.b.svc.cluster.local"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			sc := proxyScope(e, snap, tc.ns, tc.labels)
-			rs, err := buildClusters(sc, e.meshFor(sc), verifyingCache(), nil, true, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := clusterNames(t, rs)
-			for _, w := range tc.want {
-				if !slices.Contains(got, w) {
-					t.Errorf("clusters %v lack %s", got, w)
-				}
-			}
-			for _, n := range tc.never {
-				if slices.Contains(got, n) {
-					t.Errorf("clusters %v hold %s, which the Sidecar hides", got, n)
-				}
-			}
-		})
-	}
 }
 
 func TestSidecarSelection(t *testing.T) {

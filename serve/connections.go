@@ -125,7 +125,8 @@ func (s *XDSServer) Connections() []ConnInfo {
 }
 
 // Connection finds the live stream of proxyID: its session ID exactly, else
-// the first (by ID) whose proxy ID ("POD.NAMESPACE") or node ID equals it.
+// the first (by ID) whose proxy ID ("POD.NAMESPACE", from the session ID or
+// the node ID) or node ID equals it.
 // istiod also takes any substring of a session ID ("p", "."), which picks
 // an arbitrary proxy; pilotfish matches whole names only, on purpose.
 // Debug streams (tools) are skipped.
@@ -136,7 +137,9 @@ func (s *XDSServer) Connection(proxyID string) (ConnInfo, bool) {
 	all := s.Connections()
 	match := []func(c *ConnInfo) bool{
 		func(c *ConnInfo) bool { return c.ID == proxyID },
-		func(c *ConnInfo) bool { return proxyIDOf(c.ID) == proxyID || c.NodeID == proxyID },
+		func(c *ConnInfo) bool {
+			return proxyIDOf(c.ID) == proxyID || c.NodeID == proxyID || podOfNode(c.NodeID) == proxyID
+		},
 	}
 	for _, m := range match {
 		for i := range all {
@@ -146,6 +149,17 @@ func (s *XDSServer) Connection(proxyID string) (ConnInfo, bool) {
 		}
 	}
 	return ConnInfo{}, false
+}
+
+// podOfNode is the "POD.NAMESPACE" field of an Istio node ID
+// ("sidecar~10.0.0.1~POD.NAMESPACE~NAMESPACE.svc.cluster.local"), "" when
+// the ID has another shape.
+func podOfNode(nodeID string) string {
+	parts := strings.SplitN(nodeID, "~", 4)
+	if len(parts) != 4 {
+		return ""
+	}
+	return parts[2]
 }
 
 // proxyIDOf strips the per-stream suffix of a session ID: "pod.ns-3" →
