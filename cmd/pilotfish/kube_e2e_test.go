@@ -47,6 +47,19 @@ type kubeServer struct {
 
 func startKubeServe(t *testing.T, kubeconfig string) *kubeServer {
 	t.Helper()
+	ks := startKubeServeUnready(t, kubeconfig)
+	eventually(t, "ready", func() string {
+		if code, _ := get(t, ks.http+"/ready"); code != 200 {
+			return fmt.Sprintf("/ready = %d", code)
+		}
+		return ""
+	})
+	return ks
+}
+
+// startKubeServeUnready starts the replica without waiting for its sync.
+func startKubeServeUnready(t *testing.T, kubeconfig string) *kubeServer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan started, 1)
 	done := make(chan error, 1)
@@ -81,12 +94,6 @@ func startKubeServe(t *testing.T, kubeconfig string) *kubeServer {
 		}
 	}
 	t.Cleanup(ks.stop)
-	eventually(t, "ready", func() string {
-		if code, _ := get(t, ks.http+"/ready"); code != 200 {
-			return fmt.Sprintf("/ready = %d", code)
-		}
-		return ""
-	})
 	return ks
 }
 

@@ -30,7 +30,7 @@ func TestKubeStartHoldsProxylessClients(t *testing.T) {
 	m.route("v1")
 
 	gate := newGatedProxy(t, c.URL)
-	a := startKubeServe(t, gate.kubeconfig(t, c.Kubeconfig))
+	a := startKubeServeUnready(t, gate.kubeconfig(t, c.Kubeconfig))
 
 	const clients = 3
 	var wg sync.WaitGroup
