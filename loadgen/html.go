@@ -144,20 +144,20 @@ func (r *Report) htmlView() htmlView {
 	cpu := series{Name: "loadgen", Color: colorOrange, Area: true}
 	rss := series{Name: "loadgen RSS", Color: colorOrange}
 	nacksSent := series{Name: "loadgen NACKs", Color: colorRed}
-	for i, s := range r.Timeline {
+	for _, s := range r.Timeline {
 		launched.Pts = append(launched.Pts, [2]float64{s.AtMS, float64(s.Launched)})
 		connected.Pts = append(connected.Pts, [2]float64{s.AtMS, float64(s.Connected)})
 		full.Pts = append(full.Pts, [2]float64{s.AtMS, float64(s.FullConfig)})
 		rss.Pts = append(rss.Pts, [2]float64{s.AtMS, float64(s.RSSBytes) / (1 << 20)})
 		nacksSent.Pts = append(nacksSent.Pts, [2]float64{s.AtMS, float64(s.NACKs)})
-		if i > 0 {
-			prev := r.Timeline[i-1]
-			if dt := (s.AtMS - prev.AtMS) / 1e3; dt > 0 {
-				rate.Pts = append(rate.Pts, [2]float64{s.AtMS, float64(s.Bytes-prev.Bytes) / (1 << 20) / dt})
-				respRate.Pts = append(respRate.Pts, [2]float64{s.AtMS, float64(s.Responses-prev.Responses) / dt})
-				cpu.Pts = append(cpu.Pts, [2]float64{s.AtMS, max(s.CPUSeconds-prev.CPUSeconds, 0) / dt})
-			}
-		}
+	}
+	if n := len(r.Timeline); n > 1 {
+		tl := r.Timeline
+		minMS := (tl[n-1].AtMS - tl[0].AtMS) / float64(n-1) / 2
+		at := func(i int) float64 { return tl[i].AtMS }
+		rate = rateSeries(rate, n, at, func(i int) float64 { return float64(tl[i].Bytes) / (1 << 20) }, minMS)
+		respRate = rateSeries(respRate, n, at, func(i int) float64 { return float64(tl[i].Responses) }, minMS)
+		cpu = rateSeries(cpu, n, at, func(i int) float64 { return tl[i].CPUSeconds }, minMS)
 	}
 	var end float64
 	if n := len(r.Timeline); n > 0 {
@@ -233,14 +233,14 @@ func (r *Report) htmlView() htmlView {
 		cpuNote = "CPU used by the server under test and by loadgen (cores). On one machine they compete for the same cores."
 	}
 	if len(cpu.Pts) > 1 || len(sv.cpu.Pts) > 1 {
-		v.Charts = append(v.Charts, timeChart(titleWithServer("CPU", sv.cpu), cpuNote, "cores", "cores", nonEmpty(sv.cpu, cpu)...))
+		v.Charts = append(v.Charts, timeChart(titleWithServer("CPU", "loadgen CPU", sv.cpu), cpuNote, "cores", "cores", nonEmpty(sv.cpu, cpu)...))
 	}
 	memNote := "Resident set size of the loadgen process; the axis spans the run's range."
-	if len(sv.rss.Pts)+len(sv.heap.Pts) > 1 {
-		memNote = "Resident set size of the server under test and of loadgen, and the server's live heap; the axis spans the run's range."
+	if len(sv.rss.Pts) > 1 {
+		memNote = "Resident set size of the server under test and of loadgen; the axis spans the run's range."
 	}
 	if (len(rss.Pts) > 1 && rss.Pts[len(rss.Pts)-1][1] > 0) || len(sv.rss.Pts) > 1 {
-		v.Charts = append(v.Charts, fitChart(titleWithServer("memory", sv.rss), memNote, "MiB", "MiB", nonEmpty(sv.rss, sv.heap, rss)...))
+		v.Charts = append(v.Charts, fitChart(titleWithServer("Memory", "loadgen memory", sv.rss), memNote, "MiB", "MiB", nonEmpty(sv.rss, rss)...))
 	}
 	if c, ok := r.faultChart(markers, end); ok {
 		v.Charts = append(v.Charts, c)

@@ -52,14 +52,13 @@ func serverCard(s *ServerStats) htmlCard {
 // serverLines are the server's series for the time charts; a series not
 // measured is empty.
 type serverLines struct {
-	cpu, rss, heap, pushes, rejects series
+	cpu, rss, pushes, rejects series
 }
 
 func serverSeries(s *ServerStats) serverLines {
 	l := serverLines{
 		cpu:     series{Name: "server", Color: colorBlue, Area: true},
 		rss:     series{Name: "server RSS", Color: colorBlue},
-		heap:    series{Name: "server heap", Color: colorTeal, Dash: true},
 		pushes:  series{Name: "server sent", Color: colorGreen, Area: true},
 		rejects: series{Name: "server rejects", Color: colorPurple, Dash: true},
 	}
@@ -67,30 +66,21 @@ func serverSeries(s *ServerStats) serverLines {
 		return l
 	}
 	first := s.Samples[0]
-	for i, x := range s.Samples {
+	for _, x := range s.Samples {
 		if s.measured("rss_bytes") {
 			l.rss.Pts = append(l.rss.Pts, [2]float64{x.AtMS, float64(x.RSSBytes) / (1 << 20)})
-		}
-		if s.measured("heap_bytes") {
-			l.heap.Pts = append(l.heap.Pts, [2]float64{x.AtMS, float64(x.HeapBytes) / (1 << 20)})
 		}
 		if s.measured("rejects") {
 			l.rejects.Pts = append(l.rejects.Pts, [2]float64{x.AtMS, float64(x.Rejects - first.Rejects)})
 		}
-		if i == 0 {
-			continue
-		}
-		prev := s.Samples[i-1]
-		dt := (x.AtMS - prev.AtMS) / 1e3
-		if dt <= 0 {
-			continue
-		}
-		if s.measured("cpu_seconds") {
-			l.cpu.Pts = append(l.cpu.Pts, [2]float64{x.AtMS, max(x.CPUSeconds-prev.CPUSeconds, 0) / dt})
-		}
-		if s.measured("pushes") {
-			l.pushes.Pts = append(l.pushes.Pts, [2]float64{x.AtMS, float64(max(x.Pushes-prev.Pushes, 0)) / dt})
-		}
+	}
+	at := func(i int) float64 { return s.Samples[i].AtMS }
+	n, minMS := len(s.Samples), s.IntervalMS/2
+	if s.measured("cpu_seconds") {
+		l.cpu = rateSeries(l.cpu, n, at, func(i int) float64 { return s.Samples[i].CPUSeconds }, minMS)
+	}
+	if s.measured("pushes") {
+		l.pushes = rateSeries(l.pushes, n, at, func(i int) float64 { return float64(s.Samples[i].Pushes) }, minMS)
 	}
 	return l
 }
@@ -106,13 +96,31 @@ func nonEmpty(ss ...series) []series {
 	return out
 }
 
-// titleWithServer names a chart "X: server and loadgen" when the server's
-// series is there, else "loadgen X".
-func titleWithServer(what string, server series) string {
+// titleWithServer names a chart "WHAT: server and loadgen" when the
+// server's series is there, else alone.
+func titleWithServer(what, alone string, server series) string {
 	if len(server.Pts) > 1 {
 		return what + ": server and loadgen"
 	}
-	return "loadgen " + what
+	return alone
+}
+
+// rateSeries sets s's points to the rate per second of a cumulative value
+// v(i) sampled at at(i) ms, i < n: one point per span of at least minMS, so
+// that a sample taken just after another (the last one of a run) does not
+// make a spike of a few milliseconds' noise.
+func rateSeries(s series, n int, at, v func(i int) float64, minMS float64) series {
+	s.Pts = nil
+	last := 0
+	for i := 1; i < n; i++ {
+		dt := at(i) - at(last)
+		if dt <= 0 || dt < minMS {
+			continue
+		}
+		s.Pts = append(s.Pts, [2]float64{at(i), max(v(i)-v(last), 0) / (dt / 1e3)})
+		last = i
+	}
+	return s
 }
 
 // faultChart charts the NACKing and stalled proxies over time, when the

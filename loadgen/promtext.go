@@ -49,15 +49,17 @@ func parsePromLine(line []byte) (name []byte, value float64, err error) {
 		return nil, 0, errString("no metric name")
 	}
 	name, line = line[:i], line[i:]
+	spaced := len(line) > 0 && isSpace(line[0])
+	line = trimSpace(line)
 	if len(line) > 0 && line[0] == '{' {
 		if line, err = skipLabels(line[1:]); err != nil {
 			return nil, 0, err
 		}
+		line, spaced = trimSpace(line), true
 	}
-	if len(line) == 0 || !isSpace(line[0]) {
-		return nil, 0, errString("no space before the value")
+	if !spaced || len(line) == 0 {
+		return nil, 0, errString("no value after the metric name")
 	}
-	line = trimSpace(line)
 	tok, rest := cutToken(line)
 	value, err = strconv.ParseFloat(string(tok), 64)
 	if err != nil {

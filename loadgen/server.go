@@ -145,11 +145,11 @@ func (s *serverSampler) sample(ctx context.Context) {
 	at := before.Add(time.Since(before) / 2)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil && ctx.Err() != nil {
+		return // the run is ending: not the server's failure
+	}
 	s.attempts++
 	if err != nil {
-		if ctx.Err() != nil {
-			return // the run is ending: not the server's failure
-		}
 		s.errors++
 		if s.errors == 1 {
 			s.log("sampling the server failed", "err", err)

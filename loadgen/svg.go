@@ -74,17 +74,16 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	return out
 }
 
-// niceMax rounds v up to a round number for an axis end.
+// niceMax rounds v up to a round number for an axis end: a multiple of
+// a tenth of v's magnitude's nice step, so that the axis ends at most
+// about 20% past the data (the ticks, about five, stay round).
 func niceMax(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
-	t := niceTicks(0, v, 5)
-	last := t[len(t)-1]
-	if last < v {
-		last += t[1] - t[0]
-	}
-	return last
+	t := niceTicks(0, v, 10)
+	step := t[1] - t[0]
+	return math.Ceil(v/step-1e-9) * step
 }
 
 func (c *lineChart) bounds() (x0, x1, y0, y1 float64) {
