@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -155,6 +156,18 @@ type Config struct {
 	// DialOptions are added to loadgen's own (TransportGRPC only).
 	DialOptions []grpc.DialOption
 
+	// ServerMetrics is the URL of the server's Prometheus metrics (e.g.
+	// http://127.0.0.1:15014/metrics), sampled during the run for its
+	// pushes, rejects, connected proxies, heap and (without ServerPID) CPU
+	// and RSS: Report.Server. Empty: not sampled.
+	ServerMetrics string
+	// ServerPID is the server's process ID (Linux): its CPU time and RSS
+	// are read from /proc during the run. 0: not sampled.
+	ServerPID int
+	// ServerSampleInterval is the time between samples of the server.
+	// Default 1s.
+	ServerSampleInterval time.Duration
+
 	// Progress receives a progress line every ProgressInterval (nil: none).
 	Progress io.Writer
 	// ProgressTTY rewrites one line in place (for a terminal) instead of
@@ -281,6 +294,21 @@ func (c Config) withDefaults() (Config, error) {
 		if _, err := parseExpect(c.ExpectResource, 1); err != nil {
 			return c, err
 		}
+	}
+	if c.ServerMetrics != "" {
+		u, err := url.Parse(c.ServerMetrics)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("server metrics URL %q: want http://HOST:PORT/PATH", c.ServerMetrics)
+		}
+	}
+	if c.ServerPID < 0 {
+		return bad("server pid %d: want a process ID", c.ServerPID)
+	}
+	if c.ServerSampleInterval < 0 {
+		return bad("server sample interval must not be negative")
+	}
+	if c.ServerSampleInterval == 0 {
+		c.ServerSampleInterval = time.Second
 	}
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = 5 * time.Second

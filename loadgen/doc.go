@@ -20,13 +20,15 @@
 // Listeners by name, then the route configurations, clusters (routes'
 // clusters, weighted clusters, inline routes) and EDS services they name.
 // Every response is ACKed with its version and nonce, or NACKed (NackRate,
-// error_detail set; the next response of the type is always ACKed). As CDS
+// error_detail set; the next response of the type is always ACKed; a
+// NACKed response counts as delivered, see nack.go). As CDS
 // and LDS change, subscriptions follow: a SotW proxy re-requests EDS/RDS
 // with the new name set, a Delta proxy subscribes and unsubscribes. A lost
 // stream is reopened with jittered backoff and subscribes afresh.
 //
-// A proxy has full config when every type it subscribes to is ACKed and
-// every name it asked for (EDS, RDS; for gRPC all four types) is held. A
+// A proxy has full config when every type it subscribes to is answered
+// (ACKed or NACKed) and every name it asked for (EDS, RDS; for gRPC all four
+// types) is held or came in a NACKed response. A
 // change (Config.ChangeCmd or ChangeFunc, run once every proxy has full
 // config) has converged on a proxy when the proxy holds (or, negated, no
 // longer holds) Config.ExpectResource, ACKed, with full config; without an
@@ -59,7 +61,9 @@
 // One goroutine per proxy receives, decodes, updates the proxy's state and
 // sends, like Envoy's main thread; the runner's goroutine launches proxies,
 // makes changes and builds the report; a sampler goroutine records the
-// timeline and prints progress. Counters shared by proxies are atomics
+// timeline and prints progress; with Config.ServerMetrics or ServerPID,
+// another samples the server under test (server.go), so that a slow scrape
+// never delays the timeline. Counters shared by proxies are atomics
 // (per type, a lock-free log-linear histogram for response latency); per
 // proxy results (time to full config, convergence) are written once into
 // per-proxy slots. A proxy's state is read by others only after its
@@ -69,10 +73,20 @@
 // # Output
 //
 // Run returns a Report. WriteTable formats it for a terminal, WriteHTML as
-// a self-contained page with inline SVG charts, and WriteJSON as the stable,
+// a self-contained page with inline SVG charts (the server's CPU, RSS and
+// pushes next to loadgen's when it was sampled), and WriteJSON as the stable,
 // machine-readable form used by `pilotfish loadgen --json` and by bench:
 // snake_case field names as tagged on Report and its parts, durations in
 // float milliseconds in fields ending in _ms, times from the start of the
 // run. Latency summaries carry count, min, mean, p50, p90, p99, max and a
-// 101-point CDF (cdf_ms[q] is the q-th percentile).
+// 101-point CDF (cdf_ms[q] is the q-th percentile). Every figure each
+// output shows comes from the Report (NACKs from Report.NACKs only), so the
+// outputs agree.
+//
+// # Outside input
+//
+// Besides xDS responses, loadgen reads the server's Prometheus text
+// (promtext.go: at most 16 MiB a page, every line checked, fuzzed by
+// FuzzParseProm) and /proc/PID/stat and status (serverproc.go, 64 KiB at
+// most). A sample that fails is counted in Report.Server, never fatal.
 package loadgen

@@ -14,4 +14,8 @@ var (
 	// before every proxy had full config, or before every change converged
 	// on every proxy. The Report says how far it got.
 	ErrIncomplete = errors.New("loadgen: incomplete")
+	// ErrMetrics: the server's metrics (Config.ServerMetrics) or its /proc
+	// files (Config.ServerPID) could not be read or parsed. A sample that
+	// fails is counted in ServerStats.Errors; the run goes on.
+	ErrMetrics = errors.New("loadgen: server metrics")
 )

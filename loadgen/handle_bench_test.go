@@ -49,7 +49,13 @@ type handleRig struct {
 }
 
 func newHandleRig(t testing.TB, mode Mode) *handleRig {
-	cfg, err := Config{XDS: "sink", Proxies: 1, Mode: mode}.withDefaults()
+	return newHandleRigOf(t, Config{XDS: "sink", Proxies: 1, Mode: mode})
+}
+
+// newHandleRigOf is newHandleRig with a config of one proxy.
+func newHandleRigOf(t testing.TB, cfg Config) *handleRig {
+	mode := cfg.Mode
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}

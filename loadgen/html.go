@@ -34,6 +34,8 @@ type htmlView struct {
 	Latency         [][]string
 	Types           [][]string
 	Changes         [][]string
+	Faults          [][2]string // NACKs and faulty proxies
+	Server          [][2]string // the server under test; nil: not sampled
 	Errors          [][2]string
 	Config          [][2]string
 	Generated       string
@@ -71,8 +73,12 @@ func (r *Report) htmlView() htmlView {
 		}
 		return "bad"
 	}
-	v.Cards = append(v.Cards, htmlCard{Label: "full config", Value: fmt.Sprintf("%d / %d", r.FullConfig, r.Proxies),
-		Sub: fmt.Sprintf("%d connected", r.Connected), Tone: tone(r.FullConfig == r.Proxies)})
+	canFull := r.Proxies
+	if r.Faults != nil {
+		canFull -= r.Faults.Nacking // they never accept a config
+	}
+	v.Cards = append(v.Cards, htmlCard{Label: "full config", Value: fmt.Sprintf("%d / %d", r.FullConfig, canFull),
+		Sub: fmt.Sprintf("%d connected", r.Connected), Tone: tone(r.FullConfig == canFull)})
 	all := "—"
 	if r.AllFullConfigMS > 0 {
 		all = fmtMS(r.AllFullConfigMS)
@@ -98,11 +104,10 @@ func (r *Report) htmlView() htmlView {
 			break
 		}
 	}
-	var totalBytes, totalResp, nacks int64
+	var totalBytes, totalResp int64
 	for _, t := range r.Types {
 		totalBytes += t.Bytes
 		totalResp += t.Responses
-		nacks += t.NACKs
 	}
 	perProxy := ""
 	if r.Proxies > 0 {
@@ -110,8 +115,9 @@ func (r *Report) htmlView() htmlView {
 	}
 	v.Cards = append(v.Cards, htmlCard{Label: "received", Value: fmtBytes(totalBytes),
 		Sub: fmt.Sprintf("%d responses · %s", totalResp, perProxy)})
+	v.Cards = append(v.Cards, htmlCard{Label: "NACKs", Value: fmt.Sprint(r.NACKs.Total), Sub: nackSummary(r)})
 	errs := r.Errors.Connect + r.Errors.Stream + r.Errors.Decode
-	v.Cards = append(v.Cards, htmlCard{Label: "NACKs / errors", Value: fmt.Sprintf("%d / %d", nacks, errs),
+	v.Cards = append(v.Cards, htmlCard{Label: "errors", Value: fmt.Sprint(errs),
 		Sub:  fmt.Sprintf("connect %d · stream %d · decode %d", r.Errors.Connect, r.Errors.Stream, r.Errors.Decode),
 		Tone: map[bool]string{true: "bad"}[errs > 0]})
 	p := r.Process
@@ -121,6 +127,9 @@ func (r *Report) htmlView() htmlView {
 	}
 	v.Cards = append(v.Cards, htmlCard{Label: "loadgen process", Value: fmt.Sprintf("%.1fs CPU", p.CPUUserSeconds+p.CPUSystemSeconds),
 		Sub: rssPer + "max RSS " + fmtBytes(p.MaxRSSBytes)})
+	if s := r.Server; s != nil {
+		v.Cards = append(v.Cards, serverCard(s))
+	}
 
 	// Charts.
 	var markers []marker
@@ -131,28 +140,40 @@ func (r *Report) htmlView() htmlView {
 	connected := series{Name: "connected", Color: colorBlue}
 	full := series{Name: "full config", Color: colorGreen, Area: true}
 	rate := series{Name: "MiB/s", Color: colorPurple, Area: true}
-	cpu := series{Name: "CPU cores", Color: colorOrange, Area: true}
-	rss := series{Name: "RSS MiB", Color: colorTeal, Area: true}
-	for i, s := range r.Timeline {
+	respRate := series{Name: "loadgen received", Color: colorBlue}
+	cpu := series{Name: "loadgen", Color: colorOrange, Area: true}
+	rss := series{Name: "loadgen RSS", Color: colorOrange}
+	nacksSent := series{Name: "loadgen NACKs", Color: colorRed}
+	for _, s := range r.Timeline {
 		launched.Pts = append(launched.Pts, [2]float64{s.AtMS, float64(s.Launched)})
 		connected.Pts = append(connected.Pts, [2]float64{s.AtMS, float64(s.Connected)})
 		full.Pts = append(full.Pts, [2]float64{s.AtMS, float64(s.FullConfig)})
 		rss.Pts = append(rss.Pts, [2]float64{s.AtMS, float64(s.RSSBytes) / (1 << 20)})
-		if i > 0 {
-			prev := r.Timeline[i-1]
-			if dt := (s.AtMS - prev.AtMS) / 1e3; dt > 0 {
-				rate.Pts = append(rate.Pts, [2]float64{s.AtMS, float64(s.Bytes-prev.Bytes) / (1 << 20) / dt})
-				cpu.Pts = append(cpu.Pts, [2]float64{s.AtMS, max(s.CPUSeconds-prev.CPUSeconds, 0) / dt})
-			}
-		}
+		nacksSent.Pts = append(nacksSent.Pts, [2]float64{s.AtMS, float64(s.NACKs)})
+	}
+	if n := len(r.Timeline); n > 1 {
+		tl := r.Timeline
+		minMS := (tl[n-1].AtMS - tl[0].AtMS) / float64(n-1) / 2
+		at := func(i int) float64 { return tl[i].AtMS }
+		rate = rateSeries(rate, n, at, func(i int) float64 { return float64(tl[i].Bytes) / (1 << 20) }, minMS)
+		respRate = rateSeries(respRate, n, at, func(i int) float64 { return float64(tl[i].Responses) }, minMS)
+		cpu = rateSeries(cpu, n, at, func(i int) float64 { return tl[i].CPUSeconds }, minMS)
 	}
 	var end float64
 	if n := len(r.Timeline); n > 0 {
 		end = r.Timeline[n-1].AtMS
 	}
+	if s := r.Server; s != nil && len(s.Samples) > 0 {
+		end = max(end, s.Samples[len(s.Samples)-1].AtMS)
+	}
 	timeChart := func(title, note, yLabel, yUnit string, s ...series) htmlChart {
 		c := lineChart{xLabel: "time since start", yLabel: yLabel, series: s, markers: markers, xMin: 0, xMax: max(end, 1),
 			xUnit: "s", yUnit: yUnit}
+		return htmlChart{Title: title, Note: note, SVG: c.svg()}
+	}
+	fitChart := func(title, note, yLabel, yUnit string, s ...series) htmlChart {
+		c := lineChart{xLabel: "time since start", yLabel: yLabel, series: s, markers: markers, xMin: 0, xMax: max(end, 1),
+			xUnit: "s", yUnit: yUnit, yFit: true}
 		return htmlChart{Title: title, Note: note, SVG: c.svg()}
 	}
 	v.Charts = append(v.Charts, timeChart("Proxies over time",
@@ -201,13 +222,33 @@ func (r *Report) htmlView() htmlView {
 	if len(rate.Pts) > 1 {
 		v.Charts = append(v.Charts, timeChart("Receive rate", "xDS bytes received per second by all proxies.", "MiB/s", "", rate))
 	}
-	if len(cpu.Pts) > 1 {
-		v.Charts = append(v.Charts, timeChart("loadgen CPU",
-			"CPU used by the loadgen process (cores); it shares the machine with what it measures if they run together.",
-			"cores", "cores", cpu))
+	sv := serverSeries(r.Server)
+	if len(sv.pushes.Pts) > 1 {
+		v.Charts = append(v.Charts, timeChart("Pushes: sent by the server, received by loadgen",
+			"xDS responses per second: pilot_xds_pushes of the server (all proxies it serves) and what the simulated proxies received.",
+			"responses/s", "", sv.pushes, respRate))
 	}
-	if len(rss.Pts) > 1 && rss.Pts[len(rss.Pts)-1][1] > 0 {
-		v.Charts = append(v.Charts, timeChart("loadgen memory", "Resident set size of the loadgen process.", "MiB", "MiB", rss))
+	cpuNote := "CPU used by the loadgen process (cores); it shares the machine with what it measures if they run together."
+	if len(sv.cpu.Pts) > 1 {
+		cpuNote = "CPU used by the server under test and by loadgen (cores). On one machine they compete for the same cores."
+	}
+	if len(cpu.Pts) > 1 || len(sv.cpu.Pts) > 1 {
+		v.Charts = append(v.Charts, timeChart(titleWithServer("CPU", "loadgen CPU", sv.cpu), cpuNote, "cores", "cores", nonEmpty(sv.cpu, cpu)...))
+	}
+	memNote := "Resident set size of the loadgen process; the axis spans the run's range."
+	if len(sv.rss.Pts) > 1 {
+		memNote = "Resident set size of the server under test and of loadgen; the axis spans the run's range."
+	}
+	if (len(rss.Pts) > 1 && rss.Pts[len(rss.Pts)-1][1] > 0) || len(sv.rss.Pts) > 1 {
+		v.Charts = append(v.Charts, fitChart(titleWithServer("Memory", "loadgen memory", sv.rss), memNote, "MiB", "MiB", nonEmpty(sv.rss, rss)...))
+	}
+	if c, ok := r.faultChart(markers, end); ok {
+		v.Charts = append(v.Charts, c)
+	}
+	if len(nacksSent.Pts) > 1 && (r.NACKs.Total > 0 || len(sv.rejects.Pts) > 1 && r.Server.Rejects > 0) {
+		v.Charts = append(v.Charts, timeChart("NACKs: sent by loadgen, counted by the server",
+			"NACKs sent since the start, and pilot_total_xds_rejects of the server since the start.",
+			"NACKs", "", nonEmpty(nacksSent, sv.rejects)...))
 	}
 
 	// Tables.
@@ -226,6 +267,7 @@ func (r *Report) htmlView() htmlView {
 			v.Latency = append(v.Latency, latRow(t.Type+" response", t.ResponseLatency))
 		}
 	}
+	var tot TypeStats
 	for _, t := range r.Types {
 		if t.Type == "other" && t.Responses == 0 {
 			continue
@@ -236,6 +278,17 @@ func (r *Report) htmlView() htmlView {
 		}
 		v.Types = append(v.Types, []string{t.Type, fmt.Sprint(t.Responses), fmt.Sprint(t.Resources), fmtBytes(t.Bytes),
 			fmt.Sprint(t.ACKs), fmt.Sprint(t.NACKs), fmt.Sprint(t.Invalid), held})
+		tot.Responses += t.Responses
+		tot.Resources += t.Resources
+		tot.Bytes += t.Bytes
+		tot.ACKs += t.ACKs
+		tot.Invalid += t.Invalid
+	}
+	v.Types = append(v.Types, []string{"total", fmt.Sprint(tot.Responses), fmt.Sprint(tot.Resources), fmtBytes(tot.Bytes),
+		fmt.Sprint(tot.ACKs), fmt.Sprint(r.NACKs.Total), fmt.Sprint(tot.Invalid), ""})
+	v.Faults = r.faultRows()
+	if r.Server != nil {
+		v.Server = r.Server.rows()
 	}
 	for _, c := range r.Changes {
 		what := c.Expect
@@ -337,6 +390,10 @@ footer { color: var(--muted); font-size: 12px; margin-top: 24px; }
 {{if .Changes}}<div class="panel"><h2>Changes</h2>
 <table><tr><th>#</th><th>at</th><th>recognised by</th><th>converged</th><th>responses</th><th>bytes</th></tr>
 {{range .Changes}}<tr>{{range $i, $c := .}}<td{{if eq $i 2}} class="wrap"{{end}}>{{$c}}</td>{{end}}</tr>{{end}}</table></div>{{end}}
+<div class="panel" id="nacks"><h2>NACKs and faulty proxies</h2>
+<table>{{range .Faults}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>{{end}}</table></div>
+{{if .Server}}<div class="panel" id="server"><h2>Server under test</h2>
+<table>{{range .Server}}<tr><td>{{index . 0}}</td><td class="wrap">{{index . 1}}</td></tr>{{end}}</table></div>{{end}}
 <div class="panel"><h2>Run</h2>
 <table>{{range .Config}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>{{end}}
 {{range .Errors}}<tr><td>{{index . 0}}</td><td class="wrap">{{index . 1}}</td></tr>{{end}}</table></div>

@@ -41,6 +41,9 @@ func (r *runner) addSample() {
 		FullConfig: int(r.fullCount.Load()),
 		Responses:  responses,
 		Bytes:      bytes,
+		NACKs:      r.nacks(),
+		Nacking:    int(r.nackingNow.Load()),
+		Stalled:    int(r.stalledNow.Load()),
 		CPUSeconds: (cpuTime() - r.userAtStart - r.sysAtStart).Seconds(),
 		RSSBytes:   currentRSS(),
 	}

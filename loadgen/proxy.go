@@ -36,6 +36,10 @@ type proxy struct {
 	full          bool // every subscription satisfied, right now
 	everFull      bool // time to full config recorded
 	doneChange    int  // the last change recorded as converged on this proxy
+	// nackedChange is the last change a NACKed response delivered (see
+	// nack.go): it counts as converged like one ACKed.
+	nackedChange int
+	nackedTypes  uint8 // bit t: the last response of type t was NACKed
 
 	// bumps counts ACKed responses that changed a version (SotW) or any
 	// ACKed response (Delta): the signal of convergence without an
@@ -49,14 +53,18 @@ type typeState struct {
 	subscribed bool     // a subscription request went out on this stream
 	names      []uint32 // the subscription, sorted (non-wildcard)
 	have       []ref    // resources held (ACKed), sorted; only names subscribed
-	version    string   // last ACKed version (SotW)
-	nonce      []byte   // last response's nonce
-	acked      bool     // at least one response ACKed on this stream
-	nackedLast bool     // the last response was NACKed: ACK the next
-	// allHeld caches that have holds every name of names: false when not
-	// known. Set by complete; cleared when names change or have loses a
-	// name, so that the full-config check of each response costs O(1),
-	// not a walk of a thousand names.
+	// rejected are subscribed names that came only in NACKed responses
+	// (sorted): answered, so they count for full config (nack.go).
+	rejected   []uint32
+	version    string // last ACKed version (SotW)
+	nonce      []byte // last response's nonce
+	acked      bool   // at least one response ACKed on this stream
+	answered   bool   // at least one response ACKed or NACKed on this stream
+	nackedLast bool   // the last response was NACKed: ACK the next
+	// allHeld caches that have and rejected hold every name of names:
+	// false when not known. Set by complete; cleared when names change or
+	// have loses a name, so that the full-config check of each response
+	// costs O(1), not a walk of a thousand names.
 	allHeld bool
 	encoded []byte // names as resource_names (SotW), shared; nil: not yet
 	reqAt   time.Time
@@ -67,6 +75,7 @@ type typeState struct {
 // connection.
 func (p *proxy) resetSession() error {
 	p.nodeSent, p.full = false, false
+	p.clearNacked()
 	for t := range p.st {
 		p.st[t] = typeState{}
 	}
@@ -89,6 +98,7 @@ func (p *proxy) subscribe(t xtype, names []uint32) error {
 	st.allHeld, st.encoded = false, nil
 	if !st.wildcard {
 		st.have = keepSubscribed(st.have, names)
+		st.rejected = keepIDs(st.rejected, names)
 	}
 	if first || len(added) > 0 {
 		st.reqAt = time.Now()
@@ -130,6 +140,8 @@ func (p *proxy) handle(r *response) error {
 			return err
 		}
 		c.nacks.Add(1)
+		p.run.faultNACKs.Add(1)
+		p.setNacked(r.t, true)
 		return nil
 	}
 	if rate := p.run.cfg.NackRate; rate > 0 && !st.nackedLast && (rate >= 1 || p.float() < rate) {
@@ -138,9 +150,10 @@ func (p *proxy) handle(r *response) error {
 			return err
 		}
 		c.nacks.Add(1)
-		return nil
+		return p.rejected(st, r)
 	}
 	st.nackedLast = false
+	p.setNacked(r.t, false)
 	heldChanged := p.apply(st, r)
 	newVersion := string(r.version) != st.version
 	if p.run.cfg.Mode == Delta || newVersion || !st.acked {
@@ -149,7 +162,7 @@ func (p *proxy) handle(r *response) error {
 	if newVersion {
 		st.version = p.run.versionString(r.t, r.version)
 	}
-	st.acked = true
+	st.acked, st.answered = true, true
 	if err := p.str().reply(p, r, false); err != nil {
 		return err
 	}
@@ -211,6 +224,7 @@ func (p *proxy) apply(st *typeState, r *response) (changed bool) {
 	st.have = mergeRefs(st.have, entries, r.removed)
 	if len(r.removed) > 0 {
 		st.allHeld = false // merging entries only adds or replaces names
+		st.rejected = dropIDs(st.rejected, r.removed)
 	}
 	return true
 }
@@ -237,7 +251,7 @@ func (p *proxy) follow(t xtype, changed bool) error {
 				return err
 			}
 		}
-		if !p.st[typeLDS].subscribed && p.st[typeCDS].acked && p.complete(typeEDS) {
+		if !p.st[typeLDS].subscribed && p.st[typeCDS].answered && p.complete(typeEDS) {
 			return p.subscribe(typeLDS, nil)
 		}
 		return nil
@@ -276,14 +290,15 @@ func (p *proxy) resubscribe(t xtype, names []uint32) error {
 }
 
 // complete reports whether t's subscription is satisfied: a wildcard type
-// has ACKed a response; a named type holds every name it asked for.
+// has been answered (a response ACKed or NACKed); a named type holds, or
+// has NACKed, every name it asked for.
 func (p *proxy) complete(t xtype) bool {
 	st := &p.st[t]
 	if st.wildcard {
-		return st.acked
+		return st.answered
 	}
 	if !st.allHeld {
-		st.allHeld = holdsAll(st.have, st.names)
+		st.allHeld = answeredAll(st.have, st.rejected, st.names)
 	}
 	return st.allHeld
 }
@@ -312,7 +327,7 @@ func (p *proxy) check() {
 		return
 	}
 	if ch.expect != nil {
-		if holds(p.st[ch.expect.t].have, ch.expectID) == ch.expect.negate {
+		if p.nackedChange != ch.index && holds(p.st[ch.expect.t].have, ch.expectID) == ch.expect.negate {
 			return
 		}
 	} else if p.bumps.Load() <= ch.base[p.idx] {

@@ -47,11 +47,33 @@ type Report struct {
 
 	Types   []TypeStats   `json:"types"` // cds, eds, lds, rds, other
 	Changes []ChangeStats `json:"changes"`
+	// NACKs are the NACKs sent, the one count every output (table, HTML,
+	// JSON) shows.
+	NACKs NACKStats `json:"nacks"`
 	// Faults is set when the run had faulty proxies.
 	Faults   *FaultStats  `json:"faults,omitempty"`
 	Errors   ErrorStats   `json:"errors"`
 	Process  ProcessStats `json:"process"`
 	Timeline []Sample     `json:"timeline"`
+	// Server is what was sampled of the server under test
+	// (Config.ServerMetrics, Config.ServerPID); nil when neither was set.
+	Server *ServerStats `json:"server,omitempty"`
+}
+
+// NACKStats count the NACKs sent over the run.
+type NACKStats struct {
+	// Total is every NACK sent: the sum of Types[].NACKs, and AtRate plus
+	// ByNackingProxies.
+	Total int64 `json:"total"`
+	// AtRate were sent at Config.NackRate by the other proxies.
+	AtRate int64 `json:"at_rate"`
+	// ByNackingProxies were sent by the NACKing proxies
+	// (Config.NackingProxies), which NACK every response.
+	ByNackingProxies int64 `json:"by_nacking_proxies"`
+	// ProxiesRejecting is how many proxies ended the run with a type whose
+	// last response they NACKed (the NACKing proxies included): the
+	// server did not resend it, so they kept what they had before.
+	ProxiesRejecting int `json:"proxies_rejecting"`
 }
 
 // Latency summarises a distribution.
@@ -151,6 +173,9 @@ type Sample struct {
 	FullConfig int     `json:"full_config"`
 	Responses  int64   `json:"responses"`
 	Bytes      int64   `json:"bytes"`
+	NACKs      int64   `json:"nacks"`   // sent so far
+	Nacking    int     `json:"nacking"` // proxies whose last response of some type was NACKed
+	Stalled    int     `json:"stalled"` // stalled proxies not reading their stream
 	CPUSeconds float64 `json:"cpu_seconds"`
 	RSSBytes   int64   `json:"rss_bytes"`
 }
@@ -234,6 +259,16 @@ func (r *runner) report() *Report {
 		ts.HeldMin = max(ts.HeldMin, 0)
 		rep.Types = append(rep.Types, ts)
 	}
+	for _, ts := range rep.Types {
+		rep.NACKs.Total += ts.NACKs
+	}
+	rep.NACKs.ByNackingProxies = r.faultNACKs.Load()
+	rep.NACKs.AtRate = rep.NACKs.Total - rep.NACKs.ByNackingProxies
+	for _, p := range r.proxies {
+		if p != nil && p.nackedTypes != 0 {
+			rep.NACKs.ProxiesRejecting++
+		}
+	}
 	rep.Complete = rep.FullConfig == cfg.expectFull() && len(r.changes) == cfg.Changes
 	if cfg.StalledProxies+cfg.NackingProxies > 0 {
 		rep.Faults = &FaultStats{Stalled: cfg.StalledProxies, Nacking: cfg.NackingProxies, NackingReceived: r.nackingReceived.Load()}
@@ -285,6 +320,9 @@ func (r *runner) report() *Report {
 	r.timelineMu.Lock()
 	rep.Timeline = slices.Clone(r.timeline)
 	r.timelineMu.Unlock()
+	if r.server != nil {
+		rep.Server = r.server.stats()
+	}
 	return rep
 }
 

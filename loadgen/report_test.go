@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,8 +133,16 @@ func TestNiceTicks(t *testing.T) {
 			}
 		}
 	}
-	if niceMax(87) != 100 || niceMax(0) != 1 {
-		t.Errorf("niceMax: %v %v", niceMax(87), niceMax(0))
+	for v, want := range map[float64]float64{87: 90, 0: 1, 302: 350, 300: 300, 10.1: 12, 0.9: 0.9} {
+		if got := niceMax(v); got < want-1e-9 || got > want+1e-9 {
+			t.Errorf("niceMax(%v) = %v, want %v", v, got, want)
+		}
+	}
+	// The axis ends at most ~20% past the data.
+	for v := 0.01; v < 1e7; v *= 1.07 {
+		if got := niceMax(v); got < v || got > 1.21*v {
+			t.Fatalf("niceMax(%v) = %v", v, got)
+		}
 	}
 }
 
@@ -155,5 +164,135 @@ func TestTimelineCompaction(t *testing.T) {
 	}
 	if got := time.Duration(r.sampleEvery.Load()); got != 2*time.Second {
 		t.Errorf("sampling every %v, want 2s after three compactions", got)
+	}
+}
+
+// nackCounts reads the NACK totals each output shows: the table's total
+// row and NACKs line, the JSON's nacks.total and per-type sum, and the
+// HTML's card, per-type total row and NACK table.
+func nackCounts(t *testing.T, rep *Report) map[string]int64 {
+	t.Helper()
+	got := map[string]int64{}
+	atoi := func(what, s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %q: %v", what, s, err)
+		}
+		return n
+	}
+	var b bytes.Buffer
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	if m := regexp.MustCompile(`(?m)^\s*total\s+\d+\s+\d+\s+\S+ \S+\s+\d+\s+(\d+)`).FindStringSubmatch(text); m != nil {
+		got["table total row"] = atoi("table", m[1])
+	}
+	if m := regexp.MustCompile(`(?m)^NACKs: (\d+) \(`).FindStringSubmatch(text); m != nil {
+		got["table NACKs line"] = atoi("table", m[1])
+	}
+	b.Reset()
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		NACKs struct {
+			Total int64 `json:"total"`
+		} `json:"nacks"`
+		Types []struct {
+			NACKs int64 `json:"nacks"`
+		} `json:"types"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &j); err != nil {
+		t.Fatal(err)
+	}
+	got["json nacks.total"] = j.NACKs.Total
+	for _, ty := range j.Types {
+		got["json types sum"] += ty.NACKs
+	}
+	b.Reset()
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if m := regexp.MustCompile(`<div class="label">NACKs</div><div class="value">(\d+)</div>`).FindStringSubmatch(page); m != nil {
+		got["html card"] = atoi("html", m[1])
+	}
+	if m := regexp.MustCompile(`<tr><td>total</td>(?:<td>[^<]*</td>){4}<td>(\d+)</td>`).FindStringSubmatch(page); m != nil {
+		got["html total row"] = atoi("html", m[1])
+	}
+	if m := regexp.MustCompile(`<tr><td>NACKs sent</td><td>(\d+)</td>`).FindStringSubmatch(page); m != nil {
+		got["html NACK table"] = atoi("html", m[1])
+	}
+	if len(got) != 7 {
+		t.Fatalf("NACK counts found in %d places, want 7: %v", len(got), got)
+	}
+	return got
+}
+
+// TestNACKCountsAgree: the table, the JSON and the HTML show one NACK
+// count, that of the NACKs sent (at the rate and by the NACKing proxies).
+func TestNACKCountsAgree(t *testing.T) {
+	srv := startXDS(t, baseMesh("v1").snapshot(t))
+	cfg := testConfig(srv.addr, 12, Delta)
+	cfg.NackRate = 0.5
+	cfg.NackingProxies = 2
+	rep := run(t, cfg)
+	_, server := srv.counts()
+	var sent int64
+	for _, n := range server {
+		sent += int64(n)
+	}
+	n := rep.NACKs
+	if n.Total != sent || n.AtRate+n.ByNackingProxies != n.Total || n.ByNackingProxies != rep.Faults.NackingReceived || n.AtRate == 0 {
+		t.Errorf("NACKs %+v; the server saw %d; the NACKing proxies received %d", n, sent, rep.Faults.NackingReceived)
+	}
+	for where, got := range nackCounts(t, rep) {
+		if got != sent {
+			t.Errorf("%s: %d NACKs, the server saw %d", where, got, sent)
+		}
+	}
+}
+
+// TestChartAxesFitData: every time chart's axes hold its data and end
+// close to it; memory, a level far from 0, gets an axis spanning its range
+// (server RSS 300-320 MiB, loadgen's 40 MiB) rather than starting at 0.
+func TestChartAxesFitData(t *testing.T) {
+	r := sampleReport()
+	r.Server = &ServerStats{MetricsURL: "http://127.0.0.1:15014/metrics", IntervalMS: 1000, Rejects: 5,
+		Measures: []string{"cpu_seconds", "rss_bytes", "pushes", "rejects"}}
+	for i := range 6 {
+		r.Server.Samples = append(r.Server.Samples, ServerSample{AtMS: float64(i) * 1000, CPUSeconds: float64(i) * 0.5,
+			RSSBytes: (300 + int64(i)*4) << 20, Pushes: int64(i) * 100, Rejects: int64(i)})
+	}
+	for i := range r.Timeline {
+		r.Timeline[i].RSSBytes = (100 + int64(i)) << 20
+	}
+	var b bytes.Buffer
+	if err := r.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	charts := chartsOf(t, b.String())
+	for _, title := range []string{"Proxies over time", "Receive rate", "Pushes: sent by the server, received by loadgen",
+		"CPU: server and loadgen", "Memory: server and loadgen", "NACKs: sent by loadgen, counted by the server"} {
+		c, ok := charts[title]
+		if !ok {
+			t.Errorf("no chart %q (have %v)", title, keys(charts))
+			continue
+		}
+		c.checkAxes(t, title)
+	}
+	mem := charts["Memory: server and loadgen"]
+	if mem.Y0 != 100 || mem.Y1 != 350 {
+		t.Errorf("memory axis %v..%v MiB, want 100..350 for data 100..320", mem.Y0, mem.Y1)
+	}
+	if cpu := charts["CPU: server and loadgen"]; cpu.Y0 != 0 || cpu.X1 != 5000 {
+		t.Errorf("CPU axes x %v..%v y %v..%v; want x to 5s, y from 0", cpu.X0, cpu.X1, cpu.Y0, cpu.Y1)
+	}
+	// Server pushes: 100 per second.
+	for _, p := range charts["Pushes: sent by the server, received by loadgen"].series("server sent") {
+		if p[1] < 99.9 || p[1] > 100.1 {
+			t.Errorf("server pushes %v/s at %vms, want 100", p[1], p[0])
+		}
 	}
 }

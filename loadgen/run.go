@@ -33,6 +33,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.ServerPID > 0 {
+		if _, _, err := readProc(cfg.ServerPID); err != nil {
+			return nil, fmt.Errorf("%w: server pid %d: %w", ErrConfig, cfg.ServerPID, err)
+		}
+	}
 	r := newRunner(cfg)
 	return r.run(ctx)
 }
@@ -86,8 +91,12 @@ type runner struct {
 	timelineMu  sync.Mutex
 	timeline    []Sample // guarded by timelineMu
 
-	roles           []fault      // per proxy (fault.go); nil: all healthy
-	nackingReceived atomic.Int64 // responses received by NACKing proxies
+	server          *serverSampler // nil: no server to sample
+	roles           []fault        // per proxy (fault.go); nil: all healthy
+	nackingReceived atomic.Int64   // responses received by NACKing proxies
+	faultNACKs      atomic.Int64   // NACKs sent by NACKing proxies (the rest are NackRate's)
+	nackingNow      atomic.Int64   // proxies whose last response of some type was NACKed
+	stalledNow      atomic.Int64   // stalled proxies not reading their stream now
 }
 
 func newRunner(cfg Config) *runner {
@@ -141,7 +150,15 @@ func (c *changeState) record(idx int, now time.Time) {
 }
 
 func (r *runner) run(parent context.Context) (*Report, error) {
+	if cfg := r.cfg; cfg.ServerMetrics != "" || cfg.ServerPID > 0 {
+		// The baseline, before any proxy starts.
+		r.server = newServerSampler(cfg)
+		r.server.sample(parent)
+	}
 	r.start = time.Now()
+	if r.server != nil {
+		r.server.setStart(r.start)
+	}
 	r.userAtStart, r.sysAtStart = cpuTimes()
 	cfg := r.cfg
 
@@ -163,6 +180,13 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 	go func() {
 		defer close(samplerDone)
 		pprof.Do(samplerCtx, pprof.Labels("loadgen", "sampler"), r.sample)
+	}()
+	serverDone := make(chan struct{})
+	go func() {
+		defer close(serverDone)
+		if r.server != nil {
+			pprof.Do(samplerCtx, pprof.Labels("loadgen", "server-sampler"), r.server.loop)
+		}
 	}()
 
 	var changeErr error
@@ -190,6 +214,10 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 	}
 	stopSampler()
 	<-samplerDone
+	<-serverDone
+	// Measuring ends: responses from now on are not counted (handle), so
+	// that the last sample agrees with the report.
+	r.stopping.Store(true)
 	r.addSample() // the last one before streams close
 	r.progress(true)
 	r.end = time.Now()
@@ -197,7 +225,6 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 
 	// Stop: half-close every stream so the server receives every request
 	// sent and ends the stream; cut what remains after a grace period.
-	r.stopping.Store(true)
 	stopLaunch()
 	<-r.launchDone
 	for _, p := range r.proxies {
@@ -219,6 +246,11 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 	}
 	for _, c := range r.conns {
 		c.Close()
+	}
+	if r.server != nil {
+		// The last sample, once the server has read every request (the
+		// streams have ended): its counters cover the whole run.
+		r.server.sample(context.WithoutCancel(parent))
 	}
 
 	rep := r.report()

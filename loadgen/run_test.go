@@ -296,51 +296,45 @@ func TestChangeCmdFails(t *testing.T) {
 }
 
 // TestNack: with NackRate 1 every response is NACKed once, then the next is
-// ACKed. The server sees exactly the NACKs loadgen counts. go-control-plane
-// answers a SotW NACK by sending the snapshot again; for Delta (which it
-// does not resend) and to exercise NACKs of an update, the test moves the
-// snapshot to a new version, every resource changed, after NACKs.
+// ACKed, and a NACKed response counts as delivered (nack.go): every proxy
+// reaches full config and every change converges, whether or not the server
+// resends what was rejected (go-control-plane resends in SotW, not in
+// Delta). The server sees exactly the NACKs loadgen counts. Each change
+// publishes a new version, every resource changed, so that updates are
+// NACKed too.
 func TestNack(t *testing.T) {
 	for _, mode := range []Mode{SotW, Delta} {
 		for _, transport := range []string{TransportGRPC, TransportH2C} {
 			t.Run(string(mode)+"/"+transport, func(t *testing.T) {
 				srv := startXDS(t, baseMesh("v1").snapshot(t))
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				bumped := make(chan struct{})
-				go func() {
-					defer close(bumped)
-					for v := 2; ; v++ {
-						select {
-						case <-ctx.Done():
-							return
-						case <-srv.nackCh:
-						}
-						// Let a burst of NACKs arrive, then publish.
-						time.Sleep(20 * time.Millisecond)
-						for len(srv.nackCh) > 0 {
-							<-srv.nackCh
-						}
-						m := baseMesh("v" + itoa(v))
-						m.salt = v
-						srv.set(t, m.snapshot(t))
-					}
-				}()
 				const n = 5
 				cfg := testConfig(srv.addr, n, mode)
 				cfg.Transport = transport
 				cfg.NackRate = 1
+				cfg.Changes = 3
+				v := 1
+				cfg.ChangeFunc = func(context.Context) error {
+					v++
+					m := baseMesh("v" + itoa(v))
+					m.salt = v
+					srv.set(t, m.snapshot(t))
+					return nil
+				}
 				rep := run(t, cfg)
-				cancel()
-				<-bumped
-				checkHeld(t, rep, map[string]int{"cds": 21, "eds": 20, "lds": 2, "rds": 2})
+				if !rep.Complete || rep.FullConfig != n || len(rep.Changes) != 3 {
+					t.Fatalf("complete %v, full config %d, %d changes", rep.Complete, rep.FullConfig, len(rep.Changes))
+				}
+				for _, c := range rep.Changes {
+					if c.Converged != n {
+						t.Errorf("change %d converged on %d of %d", c.Index, c.Converged, n)
+					}
+				}
 				_, nacks := srv.counts()
+				var total int64
 				for _, typ := range []string{"cds", "eds", "lds", "rds"} {
 					ts := rep.Type(typ)
+					total += ts.NACKs
 					url := typeURLs[mustType(t, typ)]
-					if ts.NACKs < n {
-						t.Errorf("%s: %d NACKs, want at least one per proxy", typ, ts.NACKs)
-					}
 					if int64(nacks[url]) != ts.NACKs {
 						t.Errorf("%s: server saw %d NACKs, loadgen sent %d", typ, nacks[url], ts.NACKs)
 					}
@@ -349,6 +343,21 @@ func TestNack(t *testing.T) {
 					if ts.ACKs < ts.NACKs-n {
 						t.Errorf("%s: %d ACKs, %d NACKs", typ, ts.ACKs, ts.NACKs)
 					}
+				}
+				// Every proxy NACKs its first CDS and LDS response, and with
+				// three changes it receives at least two of each.
+				for _, typ := range []string{"cds", "lds"} {
+					if ts := rep.Type(typ); ts.NACKs < n || ts.ACKs < n {
+						t.Errorf("%s: %d NACKs and %d ACKs, want at least %d of each", typ, ts.NACKs, ts.ACKs, n)
+					}
+				}
+				if rep.NACKs.Total != total || rep.NACKs.AtRate != total || rep.NACKs.ByNackingProxies != 0 {
+					t.Errorf("NACKs %+v, want %d in all, at the rate", rep.NACKs, total)
+				}
+				// The last sample is taken once measuring has ended: a
+				// response being handled then may still be NACKed.
+				if last := rep.Timeline[len(rep.Timeline)-1]; last.NACKs > total || last.NACKs < total-n || last.Nacking > n {
+					t.Errorf("last sample: %d NACKs, %d NACKing; report: %d NACKs", last.NACKs, last.Nacking, total)
 				}
 			})
 		}

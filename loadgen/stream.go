@@ -114,7 +114,9 @@ func (p *proxy) session(ctx context.Context, conn *grpc.ClientConn) error {
 		}
 		if p.full && p.run.roleOf(p.idx) == stalled {
 			// Stop reading, stream open, until the run ends.
+			p.run.stalledNow.Add(1)
 			<-sctx.Done()
+			p.run.stalledNow.Add(-1)
 			return sctx.Err()
 		}
 	}

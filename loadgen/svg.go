@@ -36,7 +36,10 @@ type lineChart struct {
 	markers        []marker
 	xMin, xMax     float64 // both 0: from the data
 	yMax           float64 // 0: from the data
-	xUnit, yUnit   string  // see axisFormat
+	// yFit fits the y axis to the data's range instead of starting at 0,
+	// for levels that move little against their size (RSS).
+	yFit         bool
+	xUnit, yUnit string // see axisFormat
 }
 
 const (
@@ -71,31 +74,32 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	return out
 }
 
-// niceMax rounds v up to a round number for an axis end.
+// niceMax rounds v up to a round number for an axis end: a multiple of
+// a tenth of v's magnitude's nice step, so that the axis ends at most
+// about 20% past the data (the ticks, about five, stay round).
 func niceMax(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
-	t := niceTicks(0, v, 5)
-	last := t[len(t)-1]
-	if last < v {
-		last += t[1] - t[0]
-	}
-	return last
+	t := niceTicks(0, v, 10)
+	step := t[1] - t[0]
+	return math.Ceil(v/step-1e-9) * step
 }
 
-func (c *lineChart) bounds() (x0, x1, y1 float64) {
+func (c *lineChart) bounds() (x0, x1, y0, y1 float64) {
 	x0, x1 = c.xMin, c.xMax
 	fromData := x0 == 0 && x1 == 0
 	if fromData {
 		x0, x1 = math.Inf(1), math.Inf(-1)
 	}
+	yLo := math.Inf(1)
 	for _, s := range c.series {
 		for _, p := range s.Pts {
 			if fromData {
 				x0, x1 = min(x0, p[0]), max(x1, p[0])
 			}
 			y1 = max(y1, p[1])
+			yLo = min(yLo, p[1])
 		}
 	}
 	if fromData {
@@ -113,28 +117,52 @@ func (c *lineChart) bounds() (x0, x1, y1 float64) {
 		x1 = x0 + 1
 	}
 	x1 = x0 + niceMax(x1-x0)
-	if c.yMax > 0 {
+	switch {
+	case c.yMax > 0:
 		y1 = c.yMax
-	} else {
+	case c.yFit && !math.IsInf(yLo, 0):
+		y0, y1 = fitRange(yLo, y1)
+	default:
 		y1 = niceMax(y1)
 	}
-	return x0, x1, y1
+	return x0, x1, y0, y1
+}
+
+// fitRange returns round axis ends around [lo, hi]: the nearest ticks
+// outside it, about five ticks apart, so that a level that moves by 5%
+// fills the chart. A flat series gets a band of 10% around it.
+func fitRange(lo, hi float64) (y0, y1 float64) {
+	if hi-lo < 1e-9*max(math.Abs(hi), 1) {
+		pad := max(math.Abs(hi)*0.05, 0.5)
+		lo, hi = lo-pad, hi+pad
+	}
+	t := niceTicks(lo, hi, 5)
+	step := hi - lo
+	if len(t) > 1 {
+		step = t[1] - t[0]
+	}
+	y0 = math.Floor(lo/step) * step
+	y1 = math.Ceil(hi/step) * step
+	if lo >= 0 && y0 < 0 {
+		y0 = 0
+	}
+	return y0, y1
 }
 
 // svg renders the chart.
 func (c *lineChart) svg() template.HTML {
-	x0, x1, y1 := c.bounds()
+	x0, x1, y0, y1 := c.bounds()
 	xFmt, yFmt := axisFormat(c.xUnit), axisFormat(c.yUnit)
 	sx := func(x float64) float64 { return padL + (x-x0)/(x1-x0)*plotW }
-	sy := func(y float64) float64 { return padT + plotH - y/y1*plotH }
+	sy := func(y float64) float64 { return padT + plotH - (y-y0)/(y1-y0)*plotH }
 	var b strings.Builder
 	data, _ := json.Marshal(map[string]any{
-		"x0": x0, "x1": x1, "y1": y1, "l": padL, "t": padT, "w": plotW, "h": plotH,
+		"x0": x0, "x1": x1, "y0": y0, "y1": y1, "l": padL, "t": padT, "w": plotW, "h": plotH,
 		"xs": c.xUnit, "ys": c.yUnit, "series": c.series,
 	})
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" data-chart="%s">`, chartW, chartH, html.EscapeString(string(data)))
 	// Grid and axes.
-	for _, t := range niceTicks(0, y1, 5) {
+	for _, t := range niceTicks(y0, y1, 5) {
 		y := sy(t)
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, padL, padL+plotW, y, y)
 		fmt.Fprintf(&b, `<text class="tick" x="%d" y="%.1f" text-anchor="end" dy="4">%s</text>`, padL-6, y, html.EscapeString(yFmt(t)))
@@ -175,7 +203,7 @@ func (c *lineChart) svg() template.HTML {
 		if s.Area {
 			last, first := s.Pts[len(s.Pts)-1], s.Pts[0]
 			fmt.Fprintf(&b, `<path d="%sL%.1f %.1fL%.1f %.1fZ" fill="%s" fill-opacity="0.12" stroke="none"/>`,
-				path.String(), sx(last[0]), sy(0), sx(first[0]), sy(0), s.Color)
+				path.String(), sx(last[0]), sy(y0), sx(first[0]), sy(y0), s.Color)
 		}
 		dash := ""
 		if s.Dash {

@@ -55,11 +55,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		tot.Resources += t.Resources
 		tot.Bytes += t.Bytes
 		tot.ACKs += t.ACKs
-		tot.NACKs += t.NACKs
 		tot.Invalid += t.Invalid
 	}
 	fmt.Fprintf(tw, "total\t%d\t%d\t%s\t%d\t%d\t%d\t\t\n", tot.Responses, tot.Resources, fmtBytes(tot.Bytes),
-		tot.ACKs, tot.NACKs, tot.Invalid)
+		tot.ACKs, r.NACKs.Total, tot.Invalid)
 	tw.Flush()
 	if r.Proxies > 0 {
 		fmt.Fprintf(&b, "\nto full config: %s received, %s per proxy\n",
@@ -87,6 +86,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 
+	if r.NACKs.Total > 0 || r.NackRate > 0 {
+		fmt.Fprintf(&b, "NACKs: %d (%s)\n", r.NACKs.Total, strings.Join(nackParts(r), ", "))
+	}
 	if f := r.Faults; f != nil {
 		fmt.Fprintf(&b, "faulty proxies (left out of the figures above): %d stalled after full config, %d NACKing every response (%d responses received)\n",
 			f.Stalled, f.Nacking, f.NackingReceived)
@@ -108,8 +110,43 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmtBytes(p.HeapAtFullConfigBytes), p.GoroutinesAtFullConfig)
 	}
 	b.WriteString("\n")
+	if s := r.Server; s != nil {
+		writeServer(&b, s)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeServer writes the server line: what it cost over the run.
+func writeServer(b *strings.Builder, s *ServerStats) {
+	var what []string
+	if s.MetricsURL != "" {
+		what = append(what, s.MetricsURL)
+	}
+	if s.PID > 0 {
+		what = append(what, fmt.Sprintf("pid %d", s.PID))
+	}
+	var parts []string
+	if s.measured("cpu_seconds") {
+		parts = append(parts, fmt.Sprintf("CPU %.2fs", s.CPUSeconds))
+	}
+	if s.measured("rss_bytes") {
+		parts = append(parts, "max RSS "+fmtBytes(s.MaxRSSBytes))
+	}
+	if s.measured("pushes") {
+		parts = append(parts, fmt.Sprintf("%d pushes", s.Pushes))
+	}
+	if s.measured("rejects") {
+		parts = append(parts, fmt.Sprintf("%d rejects", s.Rejects))
+	}
+	if s.measured("push_errors") {
+		parts = append(parts, fmt.Sprintf("%d push errors", s.PushErrors))
+	}
+	fmt.Fprintf(b, "server (%s) over the run: %s; %d samples, %d failed\n", strings.Join(what, ", "),
+		strings.Join(parts, ", "), len(s.Samples), s.Errors)
+	if s.LastError != "" {
+		fmt.Fprintf(b, "  last server sample error: %s\n", s.LastError)
+	}
 }
 
 func latencyRow(w io.Writer, name string, l Latency) {

@@ -59,6 +59,11 @@ bump. The run ends when everything is measured, or after --duration.
 
 The report goes to stdout as tables, to --json (field names documented in
 package loadgen's Report) and to --html (a self-contained page with charts).
+With --server-metrics or --server-pid, the server under test is sampled
+during the run and its CPU, RSS and pushes are reported next to loadgen's.
+
+A NACKed response counts as delivered: the proxy has been answered and keeps
+what it had, and the server does not resend it (--nack-rate).
 The exit code is 1 when a proxy never reached full config or a change did not
 converge everywhere.`,
 		Example: `  # 2,000 sidecars against a local pilotfish, 100 new connections per second
@@ -106,6 +111,9 @@ converge everywhere.`,
 	f.DurationVar(&c.ChangeInterval, "change-interval", time.Second, "pause before each change")
 	f.DurationVar(&c.ChangeTimeout, "change-timeout", 2*time.Minute, "give up on a change's convergence after this long")
 	f.StringVar(&c.ExpectResource, "expect-resource", "", "[!]TYPE/NAME that shows a proxy has the change (TYPE cds, eds, lds or rds; {i} replaced)")
+	f.StringVar(&c.ServerMetrics, "server-metrics", "", "URL of the server's Prometheus metrics (e.g. http://127.0.0.1:15014/metrics): its pushes, rejects, heap, CPU and RSS are sampled and charted next to loadgen's")
+	f.IntVar(&c.ServerPID, "server-pid", 0, "PID of the server (Linux): its CPU and RSS are read from /proc/PID/stat and status during the run")
+	f.DurationVar(&c.ServerSampleInterval, "server-sample-interval", time.Second, "time between samples of the server (--server-metrics, --server-pid)")
 	f.StringVar(&o.jsonFile, "json", "", "write the report as JSON to this file")
 	f.StringVar(&o.htmlFile, "html", "", "write the report as a self-contained HTML page to this file")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output on stderr")

@@ -56,6 +56,14 @@ func TestLoadgenFaultyProxies(t *testing.T) {
 					Type  string `json:"type"`
 					NACKs int64  `json:"nacks"`
 				} `json:"types"`
+				NACKs struct {
+					Total            int64 `json:"total"`
+					AtRate           int64 `json:"at_rate"`
+					ByNackingProxies int64 `json:"by_nacking_proxies"`
+				} `json:"nacks"`
+				Timeline []struct {
+					Stalled, Nacking int
+				} `json:"timeline"`
 			}
 			if err := json.Unmarshal(b, &r); err != nil {
 				t.Fatal(err)
@@ -78,6 +86,15 @@ func TestLoadgenFaultyProxies(t *testing.T) {
 			}
 			if r.Faults.NackingReceived != 4 {
 				t.Errorf("the NACKing proxies received %d responses in all, want 4 (1 at connect and 1 for the change, each)", r.Faults.NackingReceived)
+			}
+			// Every response they received was NACKed; no other proxy NACKed.
+			if n := r.NACKs; n.Total != 4 || n.ByNackingProxies != 4 || n.AtRate != 0 {
+				t.Errorf("NACKs %+v, want the NACKing proxies' 4", n)
+			}
+			// At the end of the run the timeline shows the stalled proxies
+			// not reading and the NACKing ones on a rejected response.
+			if last := r.Timeline[len(r.Timeline)-1]; last.Stalled != 3 || last.Nacking != 2 {
+				t.Errorf("last sample: %d stalled, %d NACKing; want 3 and 2", last.Stalled, last.Nacking)
 			}
 		})
 	}

@@ -32,6 +32,13 @@ spec:
 // xDS address.
 func startPilotfish(t *testing.T, dir string) string {
 	t.Helper()
+	return startPilotfishAddrs(t, dir).grpcAddr.String()
+}
+
+// startPilotfishAddrs runs `pilotfish serve` in-process on dir and returns
+// its addresses.
+func startPilotfishAddrs(t *testing.T, dir string) started {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan started, 1)
 	done := make(chan error, 1)
@@ -52,7 +59,7 @@ func startPilotfish(t *testing.T, dir string) string {
 		<-done
 	})
 	waitReady(t, "http://"+s.httpAddr.String()) // xDS streams are refused before
-	return s.grpcAddr.String()
+	return s
 }
 
 // loadgenJSON is the part of the JSON report the tests read.
@@ -204,6 +211,9 @@ func TestLoadgenFlagErrors(t *testing.T) {
 		"bad expect":     {"--xds", "127.0.0.1:1", "--expect-resource", "clusters/x"},
 		"grpc no target": {"--xds", "127.0.0.1:1", "--type", "grpc"},
 		"bad log level":  {"--xds", "127.0.0.1:1", "--log-level", "loud"},
+		"metrics url":    {"--xds", "127.0.0.1:1", "--server-metrics", "127.0.0.1:15014/metrics"},
+		"server pid":     {"--xds", "127.0.0.1:1", "--server-pid", "-1"},
+		"no such pid":    {"--xds", "127.0.0.1:1", "--server-pid", "1073741824"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := runLoadgenCmd(t, args...)
