@@ -110,5 +110,5 @@ func transformSecret(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Secret{ObjectMeta: trimMeta(&s.ObjectMeta), Type: s.Type, Data: credentialData(s)}, nil
+	return &corev1.Secret{ObjectMeta: trimMeta(KindSecret, &s.ObjectMeta), Type: s.Type, Data: credentialData(s)}, nil
 }
