@@ -255,6 +255,9 @@ func transformEndpointSlice(obj any) (any, error) {
 		return obj, nil // a kubeSlice already, or a tombstone
 	}
 	out := &kubeSlice{ObjectMeta: trimMeta(KindEndpointSlice, &es.ObjectMeta), AddressType: es.AddressType, Ports: es.Ports}
+	for i := range out.Ports {
+		out.Ports[i].Protocol = nil // not read: a port's protocol comes from its appProtocol
+	}
 	out.Labels = nil
 	if svc, ok := es.Labels[labelServiceName]; ok {
 		out.Labels = map[string]string{labelServiceName: svc}
