@@ -71,7 +71,7 @@ var alone = map[string]string{
 // outside pilotfish it must not import, and why.
 var forbiddenOutside = map[string]map[string]string{
 	"index": {
-		"k8s.io/":     "index holds interned rows; Kubernetes objects are ingest's, converted before they reach it",
+		"k8s.io/":      "index holds interned rows; Kubernetes objects are ingest's, converted before they reach it",
 		"sigs.k8s.io/": "index holds interned rows; Kubernetes objects are ingest's, converted before they reach it",
 		"istio.io/":    "index holds interned rows; a config row's Istio spec is opaque to it (an any ingest fills)",
 	},
