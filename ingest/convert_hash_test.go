@@ -30,15 +30,27 @@ var legs = []leg{fileLeg, kubeLeg}
 // istioBaseSpecs are valid specs (for pilotfish's validation and the
 // CRDs' schemas) the field walk sets one field on at a time.
 var istioBaseSpecs = map[Kind]string{
-	KindVirtualService:        `{"hosts":["reviews"],"http":[{"route":[{"destination":{"host":"reviews"}}]}]}`,
-	KindDestinationRule:       `{"host":"reviews"}`,
-	KindGateway:               `{"selector":{"istio":"ingressgateway"},"servers":[{"port":{"number":80,"name":"http","protocol":"HTTP"},"hosts":["*"]}]}`,
-	KindSidecar:               `{"egress":[{"hosts":["./*"]}]}`,
-	KindServiceEntry:          `{"hosts":["ext.example.com"],"ports":[{"number":443,"name":"tls","protocol":"TLS"}],"resolution":"DNS","location":"MESH_EXTERNAL"}`,
-	KindWorkloadEntry:         `{"address":"10.0.0.1"}`,
-	KindAuthorizationPolicy:   `{"action":"DENY","rules":[{"to":[{"operation":{"paths":["/admin"]}}]}]}`,
-	KindPeerAuthentication:    `{"mtls":{"mode":"STRICT"}}`,
-	KindRequestAuthentication: `{"jwtRules":[{"issuer":"https://issuer.example.com"}]}`,
+	KindVirtualService: `{"hosts":["reviews"],
+		"http":[{"match":[{"uri":{"prefix":"/"}}],"route":[{"destination":{"host":"reviews","subset":"v1","port":{"number":9080}}}]}],
+		"tcp":[{"match":[{"port":9090}],"route":[{"destination":{"host":"reviews","port":{"number":9090}}}]}],
+		"tls":[{"match":[{"port":443,"sniHosts":["reviews"]}],"route":[{"destination":{"host":"reviews","port":{"number":443}}}]}]}`,
+	KindDestinationRule: `{"host":"reviews",
+		"trafficPolicy":{"loadBalancer":{"simple":"ROUND_ROBIN"},"portLevelSettings":[{"port":{"number":9080},"loadBalancer":{"simple":"LEAST_REQUEST"}}]},
+		"subsets":[{"name":"v1","labels":{"version":"v1"},
+			"trafficPolicy":{"portLevelSettings":[{"port":{"number":9080},"loadBalancer":{"simple":"RANDOM"}}]}}]}`,
+	KindGateway: `{"selector":{"istio":"ingressgateway"},
+		"servers":[{"port":{"number":443,"name":"https","protocol":"HTTPS"},"hosts":["*"],"tls":{"mode":"SIMPLE","credentialName":"cert"}}]}`,
+	KindSidecar: `{"egress":[{"hosts":["./*"],"port":{"number":9080,"protocol":"HTTP","name":"http"}}],
+		"ingress":[{"port":{"number":9080,"protocol":"HTTP","name":"http"},"defaultEndpoint":"127.0.0.1:8080"}]}`,
+	KindServiceEntry: `{"hosts":["ext.example.com"],"ports":[{"number":443,"name":"tls","protocol":"TLS","targetPort":8443}],
+		"resolution":"STATIC","location":"MESH_EXTERNAL","endpoints":[{"address":"10.1.0.1","ports":{"tls":8443},"labels":{"app":"ext"}}]}`,
+	KindWorkloadEntry: `{"address":"10.0.0.1","ports":{"http":8080},"labels":{"app":"vm"}}`,
+	KindAuthorizationPolicy: `{"action":"DENY","rules":[{"from":[{"source":{"principals":["cluster.local/ns/a/sa/b"]}}],
+		"to":[{"operation":{"paths":["/admin"]}}],"when":[{"key":"request.headers[x-user]","values":["y"]}]}]}`,
+	KindPeerAuthentication: `{"selector":{"matchLabels":{"app":"reviews"}},"mtls":{"mode":"STRICT"},"portLevelMtls":{"8080":{"mode":"PERMISSIVE"}}}`,
+	KindRequestAuthentication: `{"selector":{"matchLabels":{"app":"reviews"}},"jwtRules":[{"issuer":"https://issuer.example.com",
+		"jwksUri":"https://issuer.example.com/jwks","fromHeaders":[{"name":"x-jwt","prefix":"Bearer "}],
+		"outputClaimToHeaders":[{"header":"x-claim","claim":"sub"}]}]}`,
 }
 
 // istioKindList is every Istio kind, in Kind order.

@@ -87,9 +87,17 @@ func messageSetters(md protoreflect.MessageDescriptor, stack []protoreflect.Full
 			out = append(out, setter{name + "[]", func(m protoreflect.Message, alt bool) {
 				m.Mutable(fd).List().AppendMutable()
 			}})
+			// A field of an element is set on the base's first element if
+			// it has one (whose other fields keep it valid for the API
+			// server), else on a new one.
 			for _, s := range messageSetters(fd.Message(), stack) {
 				out = append(out, setter{name + "[]." + s.path, func(m protoreflect.Message, alt bool) {
-					s.set(m.Mutable(fd).List().AppendMutable().Message(), alt)
+					l := m.Mutable(fd).List()
+					if l.Len() > 0 {
+						s.set(l.Get(0).Message(), alt)
+						return
+					}
+					s.set(l.AppendMutable().Message(), alt)
 				}})
 			}
 		case fd.Message() != nil:
@@ -140,6 +148,9 @@ func scalarValue(fd protoreflect.FieldDescriptor, alt bool) protoreflect.Value {
 			return protoreflect.ValueOfEnum(nonzero[0])
 		}
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		if fd.FullName() == "google.protobuf.Duration.nanos" {
+			return protoreflect.ValueOfInt32(int32(n) * 1e6) // the CRDs refuse durations under 1ms
+		}
 		return protoreflect.ValueOfInt32(int32(n))
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
 		return protoreflect.ValueOfInt64(n)

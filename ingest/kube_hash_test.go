@@ -67,7 +67,7 @@ func newKubeHashEnv(t *testing.T, c *kubetest.Cluster) *kubeHashEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{"shop", "other", "specs"} {
+	for _, ns := range []string{"shop", "other", "specs", "pods"} {
 		c.EnsureNamespace(t, ns)
 	}
 	ctx := context.Background()
@@ -151,6 +151,10 @@ func apiBase(t *testing.T, k Kind, marker string) runtime.Object {
 	m := reflect.ValueOf(obj).Elem().FieldByName("ObjectMeta").Addr().Interface().(*metav1.ObjectMeta)
 	m.Name = marker
 	switch o := obj.(type) {
+	case *corev1.Pod:
+		// Apart from the EndpointSlices, whose endpoints the index joins
+		// with the Pods of their namespace by address.
+		o.Namespace = "pods"
 	case *corev1.Service:
 		o.Spec.ClusterIP, o.Spec.ClusterIPs = "", nil
 	case *discoveryv1.EndpointSlice:
@@ -235,15 +239,40 @@ func mergePatch(a, b map[string]any) map[string]any {
 }
 
 // rows renders the index's rows of the object marked marker.
-func (e *kubeHashEnv) rows(marker string) string {
+func (e *kubeHashEnv) rows(marker string) string { return rowsOf(e.w.Snapshot(), marker) }
+
+func rowsOf(s *index.Snapshot, marker string) string {
 	re := regexp.MustCompile(`[ /]` + marker + `[ .]`)
 	var out []string
-	for _, l := range strings.Split(snapshotRows(e.w.Snapshot()), "\n") {
+	for _, l := range strings.Split(snapshotRows(s), "\n") {
 		if re.MatchString(l) {
 			out = append(out, l)
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// expect returns the rows the object marked marker should have: the
+// object as the API server holds it now, converted alone into an index
+// that shares the source's symbols (a row's hash covers symbol IDs), with
+// the source's Node.
+func (e *kubeHashEnv) expect(t *testing.T, k Kind, like runtime.Object, marker string) string {
+	t.Helper()
+	mo := reflect.ValueOf(like).Elem().FieldByName("ObjectMeta").Interface().(metav1.ObjectMeta)
+	u, err := e.resource(k, mo.Namespace).Get(context.Background(), mo.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get %s %s: %v", k, mo.Name, err)
+	}
+	b, _ := u.MarshalJSON()
+	obj := reflect.New(reflect.TypeOf(like).Elem()).Interface().(runtime.Object)
+	if err := json.Unmarshal(b, obj); err != nil {
+		t.Fatalf("decode %s %s: %v", k, mo.Name, err)
+	}
+	w := index.NewWriterSharing(e.w)
+	p := &rowProbe{w: w, conv: NewConverter(w, "cluster.local")}
+	p.conv.setNodeLocality(probeNode, "region-1/zone-1")
+	p.put(informerObject(t, k, obj))
+	return rowsOf(w.Snapshot(), marker)
 }
 
 // await waits until cond holds of the rows of marker, for at most 30s.
@@ -260,8 +289,6 @@ func (e *kubeHashEnv) await(t *testing.T, marker, what string, cond func(string)
 	return true
 }
 
-func nonEmpty(s string) bool { return s != "" }
-
 // barrier changes kind k's barrier object and waits until the index shows
 // it: every event of kind k written before has been applied by then.
 func (e *kubeHashEnv) barrier(t *testing.T, k Kind) {
@@ -273,15 +300,20 @@ func (e *kubeHashEnv) barrier(t *testing.T, k Kind) {
 		if err := e.create(t, k, b.obj); err != nil {
 			t.Fatalf("barrier %s: %v", k, err)
 		}
-		e.await(t, b.marker, "barrier "+k.String(), nonEmpty)
+		want := e.expect(t, k, b.obj, b.marker)
+		e.await(t, b.marker, "barrier "+k.String(), func(r string) bool { return r == want })
 		e.bars[k] = b
 	}
-	before := e.rows(b.marker)
+	before := e.expect(t, k, b.obj, b.marker)
 	next := b.obj.DeepCopyObject()
 	b.flip = !b.flip
 	switch o := next.(type) {
 	case *discoveryv1.EndpointSlice:
-		o.Endpoints[0].Conditions.Ready = &b.flip
+		addr := "10.244.1.1"
+		if b.flip {
+			addr = "10.244.1.2"
+		}
+		o.Endpoints[0].Addresses = []string{addr}
 	case *corev1.Secret:
 		o.Data["tls.crt"] = fmt.Appendf(nil, "%v", b.flip)
 	default:
@@ -291,35 +323,52 @@ func (e *kubeHashEnv) barrier(t *testing.T, k Kind) {
 		t.Fatalf("barrier %s: %v", k, err)
 	}
 	b.obj = next
-	e.await(t, b.marker, "barrier "+k.String(), func(r string) bool { return r != before })
+	want := e.expect(t, k, next, b.marker)
+	if want == before {
+		t.Fatalf("barrier %s: the change does not move its rows", k)
+	}
+	e.await(t, b.marker, "barrier "+k.String(), func(r string) bool { return r == want })
 }
 
 func withMetaInPlace(obj runtime.Object, change func(*metav1.ObjectMeta)) {
 	change(reflect.ValueOf(obj).Elem().FieldByName("ObjectMeta").Addr().Interface().(*metav1.ObjectMeta))
 }
 
-// change writes from, waits for its rows, writes to, and checks that the
-// rows move (moves) or stay (after a barrier). It returns the API
-// server's refusal of the update, if it refused it.
+// change writes from and waits until the index holds its rows, writes
+// to, and checks that the rows move (moves) and the index shows the new
+// ones, or that they stay (after a barrier). It returns the API server's
+// refusal of the update, if it refused it.
 func (e *kubeHashEnv) change(t *testing.T, k Kind, name string, from, to runtime.Object, marker string, moves bool) error {
 	t.Helper()
 	if err := e.create(t, k, from); err != nil {
 		t.Fatalf("%s, %s: create: %v", k, name, err)
 	}
-	if !e.await(t, marker, fmt.Sprintf("%s, %s: the object", k, name), nonEmpty) {
+	before := e.expect(t, k, from, marker)
+	if before == "" {
+		t.Errorf("%s, %s: the object has no rows", k, name)
 		return nil
 	}
-	before := e.rows(marker)
+	if !e.await(t, marker, fmt.Sprintf("%s, %s: the object", k, name), func(r string) bool { return r == before }) {
+		return nil
+	}
 	if err := e.update(t, k, from, to); err != nil {
 		return err
 	}
+	after := e.expect(t, k, to, marker)
 	if moves {
-		e.await(t, marker, fmt.Sprintf("%s, %s: the change", k, name), func(r string) bool { return r != before })
+		if after == before {
+			t.Errorf("%s, %s: the change does not move the rows:\n%s", k, name, before)
+			return nil
+		}
+		e.await(t, marker, fmt.Sprintf("%s, %s: the change", k, name), func(r string) bool { return r == after })
 		return nil
 	}
+	if after != before {
+		t.Errorf("%s, %s: a change no converter reads moves the rows:\n before %s\n after  %s", k, name, before, after)
+	}
 	e.barrier(t, k)
-	if after := e.rows(marker); after != before {
-		t.Errorf("%s, %s: rows moved on a change no converter reads:\n before %s\n after  %s", k, name, before, after)
+	if got := e.rows(marker); got != before {
+		t.Errorf("%s, %s: the index's rows moved on a change no converter reads:\n before %s\n after  %s", k, name, before, got)
 	}
 	return nil
 }
@@ -487,7 +536,7 @@ func (e *kubeHashEnv) istioSpecs(t *testing.T) {
 					case !apierrors.IsInvalid(err):
 						t.Errorf("%s: %v", s.path, err)
 					default:
-						refused = append(refused, s.path)
+						refused = append(refused, s.path+" ("+err.Error()+")")
 					}
 					continue
 				}
