@@ -26,6 +26,8 @@ type Converter struct {
 	refHome []rowRef
 	// locBuf builds endpoint localities (localitySym).
 	locBuf []byte
+	// hashBuf holds a spec's encoding while configHash hashes it.
+	hashBuf []byte
 	// nodes maps a Node's name to its locality (source_kube.go); the file
 	// source has no Nodes and leaves it empty.
 	nodes map[string]string
@@ -75,9 +77,11 @@ func NewConverter(w *index.Writer, domain string) *Converter {
 	return &Converter{syms: w.Symbols(), labels: w.Labels(), domain: domain, produced: map[ObjectKey]refList{}}
 }
 
-// Put adds the operations that make the index reflect o.
+// Put adds the operations that make the index reflect o. The converters
+// see o's metadata through converterView: only what they may read, which
+// is what a config row's hash covers.
 func (c *Converter) Put(b *index.Batch, o *Object) {
-	refs := c.rows(b, o)
+	refs := c.rows(b, converterView(o))
 	home := c.refHome
 	c.refHome = nil
 	k := o.Key()

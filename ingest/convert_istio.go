@@ -25,8 +25,8 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		Spec:       o.Spec,
 		Labels:     c.labelSet(o.Meta.Labels),
 		Generation: o.Meta.Generation,
-		Hash:       o.Hash,
 	}
+	row.Hash, c.hashBuf = configHash(o, c.hashBuf)
 	if o.Pos.File != "" {
 		row.SourceFile, row.SourceLine = c.sym(o.Pos.File), int32(o.Pos.Line)
 	}
@@ -56,7 +56,7 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		row.ExportTo = c.exportTo(s.ExportTo)
 	case *security.AuthorizationPolicy:
 		selector, hasSelector = workloadSelector(s.Selector)
-		row.DryRun, _ = strconv.ParseBool(o.Meta.Annotations["istio.io/dry-run"]) // validation reports a bad value
+		row.DryRun, _ = strconv.ParseBool(o.Meta.Annotations[annotationDryRun]) // validation reports a bad value
 	case *security.PeerAuthentication:
 		selector, hasSelector = workloadSelector(s.Selector)
 	case *security.RequestAuthentication:

@@ -13,8 +13,6 @@ import (
 const (
 	labelServiceName = "kubernetes.io/service-name"
 	labelTLSMode     = "security.istio.io/tlsMode"
-	annotationExport = "networking.istio.io/exportTo"
-	annotationStatus = "sidecar.istio.io/status"
 	labelNetwork     = "topology.istio.io/network"
 )
 

@@ -102,7 +102,7 @@ func validSecretKey(k string) bool {
 }
 
 // transformSecret is the Secret informer's transform: the cache keeps a
-// Secret's trimmed metadata, its type and its credential keys only, so no
+// Secret's trimmed metadata and its credential keys only, so no
 // other secret material (and nothing of a Secret that holds no credential)
 // stays in pilotfish's memory.
 func transformSecret(obj any) (any, error) {
@@ -110,5 +110,5 @@ func transformSecret(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Secret{ObjectMeta: trimMeta(&s.ObjectMeta), Type: s.Type, Data: credentialData(s)}, nil
+	return &corev1.Secret{ObjectMeta: trimMeta(KindSecret, &s.ObjectMeta), Data: credentialData(s)}, nil
 }

@@ -5,7 +5,10 @@
 // Namespaces, Nodes for locality, and the Istio kinds once their CRDs are
 // served). Both may feed one index.Writer, each through its own Converter.
 // Informer caches hold transformed objects cut down to what the converter
-// reads (kube_transform.go).
+// reads (kube_transform.go); which annotations that is, for both sources,
+// is decided in one place (readAnnotations, convert_meta.go), and a config
+// row's hash is computed over exactly what the converters read, so that a
+// change to any of it reaches the engine.
 //
 // Every source decodes documents into [Object]s using the real types of
 // k8s.io/api and istio.io/api, validates them with the same rules that

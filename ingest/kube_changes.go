@@ -42,15 +42,16 @@ func changed(old, obj any) bool {
 		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta)
 	}
 	// Istio kinds: their CRDs have a status subresource, so the generation
-	// moves exactly when the spec does; labels are metadata.
-	return om.GetGeneration() != nm.GetGeneration() || om.GetGeneration() == 0 ||
-		!maps.Equal(om.GetLabels(), nm.GetLabels())
+	// moves exactly when the spec does; the rest is metadata: labels and
+	// the annotations the converter reads (an istio.io/dry-run flip).
+	return om.GetGeneration() == 0 || !sameMeta(om, nm)
 }
 
 // sameMeta compares what trimMeta keeps, resourceVersion aside.
-func sameMeta(a, b *metav1.ObjectMeta) bool {
-	return a.Name == b.Name && a.Namespace == b.Namespace && a.Generation == b.Generation &&
-		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations)
+func sameMeta(a, b metav1.Object) bool {
+	return a.GetName() == b.GetName() && a.GetNamespace() == b.GetNamespace() &&
+		a.GetGeneration() == b.GetGeneration() && maps.Equal(a.GetLabels(), b.GetLabels()) &&
+		maps.Equal(a.GetAnnotations(), b.GetAnnotations())
 }
 
 // sliceOnNodes reports whether an EndpointSlice has an endpoint on one of

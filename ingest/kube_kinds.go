@@ -1,10 +1,6 @@
 package ingest
 
 import (
-	"encoding/binary"
-	"slices"
-
-	"github.com/cespare/xxhash/v2"
 	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -143,35 +139,11 @@ func kubeObject(obj any) (o *Object, ok bool) {
 	return nil, false
 }
 
-// istioObject wraps an Istio object's spec. Hash covers what the file
-// source's hash covers (name, namespace, labels, spec; annotations are not
-// cached), so a config row changes exactly when its meaning does.
+// istioObject wraps an Istio object's spec. It has no Hash: the kube
+// source tells changes by changed (kube_changes.go), and the converter
+// hashes a config row itself (configHash).
 func istioObject(kind Kind, apiVersion string, meta *metav1.ObjectMeta, spec proto.Message) *Object {
-	return &Object{Kind: kind, APIVersion: apiVersion, Meta: *meta, Spec: spec, Hash: istioHash(meta, spec)}
-}
-
-func istioHash(meta *metav1.ObjectMeta, spec proto.Message) uint64 {
-	h := xxhash.New()
-	writeField := func(s string) {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-		_, _ = h.Write(n[:])
-		_, _ = h.WriteString(s)
-	}
-	writeField(meta.Namespace)
-	writeField(meta.Name)
-	keys := make([]string, 0, len(meta.Labels))
-	for k := range meta.Labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		writeField(k)
-		writeField(meta.Labels[k])
-	}
-	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(spec)
-	_, _ = h.Write(b)
-	return h.Sum64()
+	return &Object{Kind: kind, APIVersion: apiVersion, Meta: *meta, Spec: spec}
 }
 
 // objectKey is the identity of an informer object of kind k.

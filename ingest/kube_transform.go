@@ -18,8 +18,8 @@ import (
 // The informers' transform functions. An informer cache holds a copy of
 // every object of its kind; these cut each object down to the fields the
 // converter reads before it is cached, so the caches stay a small share of
-// the heap: no managedFields, no annotations but the few the converter
-// reads, no status or spec it ignores. Pods and Nodes, the most numerous
+// the heap: no managedFields, no annotations but those the converter
+// reads (readAnnotations), no status or spec it ignores. Pods and Nodes, the most numerous
 // and the largest objects, are replaced by small structs of their own
 // (a corev1.Pod is 1,240 bytes before a single string or slice).
 //
@@ -109,34 +109,18 @@ func firstLabel(labels map[string]string, keys ...string) string {
 	return ""
 }
 
-// trimMeta keeps name, namespace, labels, resourceVersion and generation,
-// and only the annotations listed.
-func trimMeta(m *metav1.ObjectMeta, annotations ...string) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, Labels: m.Labels,
-		ResourceVersion: m.ResourceVersion, Generation: m.Generation,
-	}
-	for _, k := range annotations {
-		if v, ok := m.Annotations[k]; ok {
-			if out.Annotations == nil {
-				out.Annotations = make(map[string]string, len(annotations))
-			}
-			out.Annotations[k] = v
-		}
-	}
-	return out
-}
-
 func transformPod(obj any) (any, error) {
 	switch p := obj.(type) {
 	case *kubePod:
 		return p, nil
 	case *corev1.Pod:
-		out := &kubePod{ObjectMeta: trimMeta(&p.ObjectMeta), NodeName: p.Spec.NodeName,
+		out := &kubePod{ObjectMeta: trimMeta(KindPod, &p.ObjectMeta), NodeName: p.Spec.NodeName,
 			ServiceAccount: p.Spec.ServiceAccountName, PodIP: p.Status.PodIP}
 		out.Generation = 0
-		if p.Annotations[annotationStatus] != "" {
-			out.Annotations = map[string]string{annotationStatus: sidecarStatusMark}
+		if out.Annotations[annotationStatus] != "" {
+			// Only whether it is set is read: its value, a JSON blob, goes
+			// (the map is the input's or trimMeta's, both the transform's).
+			out.Annotations[annotationStatus] = sidecarStatusMark
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady {
@@ -166,7 +150,7 @@ func transformService(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	s.ObjectMeta = trimMeta(&s.ObjectMeta, annotationExport)
+	s.ObjectMeta = trimMeta(KindService, &s.ObjectMeta)
 	ports := s.Spec.Ports
 	for i := range ports {
 		ports[i].NodePort = 0
@@ -270,7 +254,10 @@ func transformEndpointSlice(obj any) (any, error) {
 	if !ok {
 		return obj, nil // a kubeSlice already, or a tombstone
 	}
-	out := &kubeSlice{ObjectMeta: trimMeta(&es.ObjectMeta), AddressType: es.AddressType, Ports: es.Ports}
+	out := &kubeSlice{ObjectMeta: trimMeta(KindEndpointSlice, &es.ObjectMeta), AddressType: es.AddressType, Ports: es.Ports}
+	for i := range out.Ports {
+		out.Ports[i].Protocol = nil // not read: a port's protocol comes from its appProtocol
+	}
 	out.Labels = nil
 	if svc, ok := es.Labels[labelServiceName]; ok {
 		out.Labels = map[string]string{labelServiceName: svc}
@@ -304,41 +291,42 @@ func transformNamespace(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	ns.ObjectMeta = trimMeta(&ns.ObjectMeta)
+	ns.ObjectMeta = trimMeta(KindNamespace, &ns.ObjectMeta)
 	ns.Spec, ns.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
 	return ns, nil
 }
 
-// transformIstio keeps an Istio object's spec and trimmed metadata; its
-// status (written by istiod, not read) and annotations go.
+// transformIstio keeps an Istio object's spec and what its converter reads
+// of its metadata (trimMeta); its status (written by istiod, not read)
+// goes.
 func transformIstio(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *networkingv1.VirtualService:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindVirtualService, &o.ObjectMeta)
 		o.Status.Reset()
 	case *networkingv1.DestinationRule:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindDestinationRule, &o.ObjectMeta)
 		o.Status.Reset()
 	case *networkingv1.Gateway:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindGateway, &o.ObjectMeta)
 		o.Status.Reset()
 	case *networkingv1.Sidecar:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindSidecar, &o.ObjectMeta)
 		o.Status.Reset()
 	case *networkingv1.ServiceEntry:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindServiceEntry, &o.ObjectMeta)
 		o.Status.Reset()
 	case *networkingv1.WorkloadEntry:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindWorkloadEntry, &o.ObjectMeta)
 		o.Status.Reset()
 	case *securityv1.AuthorizationPolicy:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindAuthorizationPolicy, &o.ObjectMeta)
 		o.Status.Reset()
 	case *securityv1.PeerAuthentication:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindPeerAuthentication, &o.ObjectMeta)
 		o.Status.Reset()
 	case *securityv1.RequestAuthentication:
-		o.ObjectMeta = trimMeta(&o.ObjectMeta)
+		o.ObjectMeta = trimMeta(KindRequestAuthentication, &o.ObjectMeta)
 		o.Status.Reset()
 	}
 	return obj, nil

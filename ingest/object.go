@@ -40,9 +40,12 @@ type Object struct {
 	// *corev1.Namespace); for Istio kinds the spec message of istio.io/api
 	// (*networkingv1alpha3.VirtualService, *securityv1beta1.AuthorizationPolicy, ...).
 	Spec any
-	// Hash is the xxhash of the object's canonical JSON (name, namespace,
-	// labels, annotations and spec), for change detection. Formatting,
-	// comments, field order and status (of Istio kinds) do not change it.
+	// Hash is, for an object decoded from a file, the xxhash of its
+	// canonical JSON (name, namespace, labels, annotations and spec): the
+	// file source's change detection. Formatting, comments, field order and
+	// status (of Istio kinds) do not change it. Objects from an API server
+	// have none. It is not a row's hash: the converter hashes a config row
+	// over what it reads (configHash).
 	Hash uint64
 
 	// src lets Validate find the line of a field after the fact. It holds

@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -13,18 +14,9 @@ import (
 const module = "github.com/pilotfish-mesh/pilotfish"
 
 // forbidden lists, for each top-level package, the pilotfish packages it must
-// not import (directly, from non-test files) and why. Every edge not listed is
-// allowed. Subpackages inherit the rules of their top-level package.
+// not import (directly) and why. Every edge not listed is allowed.
+// Subpackages inherit the rules of their top-level package.
 var forbidden = map[string]map[string]string{
-	"index": {
-		"ingest":  "index is the bottom of the graph; sources depend on it, never the reverse",
-		"engine":  "index is the bottom of the graph; engine reads snapshots, index knows no proxies",
-		"encode":  "index rows are generator inputs; index must not know how they are encoded",
-		"serve":   "index must not know about the network",
-		"ca":      "index must not know about certificates",
-		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
-		"bench":   "only cmd imports bench",
-	},
 	"ingest": {
 		"engine":  "sources feed the index; they know nothing about proxies or pushes",
 		"encode":  "sources know nothing about xDS",
@@ -64,85 +56,161 @@ var forbidden = map[string]map[string]string{
 		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
 		"bench":   "only cmd imports bench",
 	},
-	"loadgen": {
-		"index":  "loadgen must measure pilotfish as a black box, as it would istiod",
-		"ingest": "loadgen must measure pilotfish as a black box, as it would istiod",
-		"engine": "loadgen must measure pilotfish as a black box, as it would istiod",
-		"encode": "loadgen must measure pilotfish as a black box, as it would istiod",
-		"serve":  "loadgen must measure pilotfish as a black box, as it would istiod",
-		"ca":     "loadgen must measure pilotfish as a black box, as it would istiod",
-		"bench":  "only cmd imports bench",
+}
+
+// alone lists the packages that import no other pilotfish package at all,
+// and why: an allowlist, so that a package added later is forbidden to
+// them too.
+var alone = map[string]string{
+	"index": "index is the bottom of the graph: sources write it, engine reads it, it knows neither",
+	"loadgen": "loadgen measures pilotfish as a black box, as it would istiod: it uses protocol types " +
+		"only, never engine, encode, serve or index",
+}
+
+// forbiddenOutside lists, for a top-level package, module path prefixes
+// outside pilotfish it must not import, and why.
+var forbiddenOutside = map[string]map[string]string{
+	"index": {
+		"k8s.io/":      "index holds interned rows; Kubernetes objects are ingest's, converted before they reach it",
+		"sigs.k8s.io/": "index holds interned rows; Kubernetes objects are ingest's, converted before they reach it",
+		"istio.io/":    "index holds interned rows; a config row's Istio spec is opaque to it (an any ingest fills)",
 	},
 }
 
-// TestImportRules walks every non-test Go file of the repository and fails on
-// any import that DESIGN.md forbids, naming the file and the reason.
-func TestImportRules(t *testing.T) {
+// testOnly lists the edges that test files may have although the table
+// forbids them, and why. A test file of package p (package p or p_test)
+// is otherwise held to p's rules.
+var testOnly = map[string]map[string]string{
+	"engine": {
+		"ingest": "engine's tests build their index from manifests through ingest, as cmd wires them",
+		"serve":  "an end-to-end test serves engine to grpc-go's xDS client through serve's ADS server",
+	},
+}
+
+// goFile is one Go file of the repository.
+type goFile struct {
+	path, rel string // absolute; relative to the root, slash-separated
+	from      string // its top-level package
+	test      bool
+}
+
+// goFiles lists every Go file of the repository, tests included, but for
+// testdata, tools and hidden directories.
+func goFiles(t *testing.T) []goFile {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked := 0
+	var out []goFile
 	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
 			name := d.Name()
-			if name != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "tools") {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "tools") {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if !strings.HasSuffix(path, ".go") {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
-		from := topLevel(filepath.ToSlash(rel))
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		checked++
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			for _, v := range violations(from, p) {
-				t.Errorf("%s: %s", rel, v)
-			}
-		}
+		rel = filepath.ToSlash(rel)
+		out = append(out, goFile{path: path, rel: rel, from: topLevel(rel), test: strings.HasSuffix(path, "_test.go")})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checked == 0 {
-		t.Fatal("no Go files checked: the walk is broken")
+	return out
+}
+
+func parseFile(t *testing.T, f goFile, mode parser.Mode) *ast.File {
+	t.Helper()
+	af, err := parser.ParseFile(token.NewFileSet(), f.path, nil, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return af
+}
+
+// TestImportRules walks every Go file of the repository, test files
+// included, and fails on any import that DESIGN.md forbids, naming the file
+// and the reason.
+func TestImportRules(t *testing.T) {
+	checked, tests := 0, 0
+	for _, f := range goFiles(t) {
+		af := parseFile(t, f, parser.ImportsOnly)
+		checked++
+		if f.test {
+			tests++
+		}
+		for _, imp := range af.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			for _, v := range violations(f.from, p, f.test) {
+				t.Errorf("%s: %s", f.rel, v)
+			}
+		}
+	}
+	if checked == 0 || tests == 0 {
+		t.Fatalf("%d Go files checked, %d of them tests: the walk is broken", checked, tests)
 	}
 }
 
-// TestForbiddenTableCoversDesign guards the table itself: every package of
-// DESIGN.md that has rules must exist on disk, so a rename cannot silently
+// TestForbiddenTableCoversDesign guards the tables themselves: every
+// package that has rules must exist on disk, so a rename cannot silently
 // disable its rules.
 func TestForbiddenTableCoversDesign(t *testing.T) {
+	pkgs := map[string]bool{}
 	for pkg := range forbidden {
+		pkgs[pkg] = true
+	}
+	for pkg := range alone {
+		pkgs[pkg] = true
+		if forbidden[pkg] != nil {
+			t.Errorf("package %s is in both forbidden and alone", pkg)
+		}
+	}
+	for pkg := range forbiddenOutside {
+		pkgs[pkg] = true
+	}
+	for pkg, edges := range testOnly {
+		pkgs[pkg] = true
+		for to := range edges {
+			if forbidden[pkg][to] == "" {
+				t.Errorf("testOnly allows %s -> %s, which is not forbidden", pkg, to)
+			}
+		}
+	}
+	for pkg := range pkgs {
 		if _, err := os.Stat(filepath.Join("../..", pkg, "doc.go")); err != nil {
 			t.Errorf("package %s has import rules but no %s/doc.go: %v", pkg, pkg, err)
 		}
 	}
 }
 
-// violations returns why package from may not import path, if it may not.
-func violations(from, path string) []string {
+// violations returns why package from may not import path, if it may not;
+// test says whether the importing file is a test.
+func violations(from, path string, test bool) []string {
 	if !strings.HasPrefix(path, module+"/") {
-		return nil
+		var out []string
+		for prefix, why := range forbiddenOutside[from] {
+			if strings.HasPrefix(path, prefix) {
+				out = append(out, "imports "+path+": forbidden ("+from+" -> "+strings.TrimSuffix(prefix, "/")+"): "+why)
+			}
+		}
+		return out
 	}
 	rest := strings.TrimPrefix(path, module+"/")
 	to, _, _ := strings.Cut(rest, "/")
 	var out []string
-	if (rest == "internal/kubetest" || strings.HasPrefix(rest, "internal/kubetest/")) && from != "internal" {
+	if (rest == "internal/kubetest" || strings.HasPrefix(rest, "internal/kubetest/")) && from != "internal" && !test {
 		out = append(out, "imports "+path+": the Kubernetes test harness runs processes; only tests import it")
 	}
-	if rest == "internal/testcert" && from != "internal" {
+	if rest == "internal/testcert" && from != "internal" && !test {
 		out = append(out, "imports "+path+": throwaway test certificates; only tests import them")
 	}
 	if to == from {
@@ -154,7 +222,10 @@ func violations(from, path string) []string {
 	if to == "bench" && from != "cmd" {
 		out = append(out, "imports "+path+": only cmd imports bench")
 	}
-	if why, bad := forbidden[from][to]; bad {
+	if why, ok := alone[from]; ok {
+		out = append(out, "imports "+path+": forbidden ("+from+" imports no pilotfish package): "+why)
+	}
+	if why, bad := forbidden[from][to]; bad && !(test && testOnly[from][to] != "") {
 		out = append(out, "imports "+path+": forbidden ("+from+" -> "+to+"): "+why)
 	}
 	return out
@@ -165,23 +236,39 @@ func violations(from, path string) []string {
 func TestViolations(t *testing.T) {
 	for _, tc := range []struct {
 		from, path string
-		bad        bool
+		test, bad  bool
 	}{
-		{"index", module + "/engine", true},
-		{"encode", module + "/index", false},
-		{"encode", module + "/engine/sub", true},
-		{"serve", module + "/index", true},
-		{"serve", module + "/engine", false},
-		{"engine", module + "/bench", true},
-		{"cmd", module + "/bench", false},
-		{"loadgen", module + "/serve", true},
-		{"index", "google.golang.org/grpc", false},
-		{"cmd", module + "/internal/kubetest", true},
-		{"ingest", module + "/internal/kubetest", true},
-		{"encode", module + "/internal/testcert", true},
+		{"index", module + "/engine", false, true},
+		{"index", module + "/engine", true, true},
+		{"index", module + "/internal/testcert", true, true},
+		{"index", "k8s.io/api/core/v1", false, true},
+		{"index", "istio.io/api/networking/v1alpha3", true, true},
+		{"index", "github.com/cespare/xxhash/v2", false, false},
+		{"ingest", "k8s.io/api/core/v1", false, false},
+		{"encode", module + "/index", false, false},
+		{"encode", module + "/engine/sub", false, true},
+		{"encode", module + "/engine", true, true},
+		{"serve", module + "/index", false, true},
+		{"serve", module + "/index", true, true},
+		{"serve", module + "/engine", false, false},
+		{"engine", module + "/bench", false, true},
+		{"engine", module + "/ingest", false, true},
+		{"engine", module + "/ingest", true, false},
+		{"cmd", module + "/bench", false, false},
+		{"loadgen", module + "/serve", false, true},
+		{"loadgen", module + "/index", true, true},
+		{"loadgen", module + "/newpackage", false, true},
+		{"loadgen", "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3", false, false},
+		{"index", "google.golang.org/grpc", false, false},
+		{"cmd", module + "/internal/kubetest", false, true},
+		{"cmd", module + "/internal/kubetest", true, false},
+		{"ingest", module + "/internal/kubetest", false, true},
+		{"encode", module + "/internal/testcert", false, true},
+		{"encode", module + "/internal/testcert", true, false},
 	} {
-		if got := len(violations(tc.from, tc.path)) > 0; got != tc.bad {
-			t.Errorf("violations(%q, %q) = %v, want bad=%v", tc.from, tc.path, violations(tc.from, tc.path), tc.bad)
+		if got := len(violations(tc.from, tc.path, tc.test)) > 0; got != tc.bad {
+			t.Errorf("violations(%q, %q, test=%v) = %v, want bad=%v", tc.from, tc.path, tc.test,
+				violations(tc.from, tc.path, tc.test), tc.bad)
 		}
 	}
 }
