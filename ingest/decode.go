@@ -27,7 +27,7 @@ import (
 // Decode reads the objects of one file: multi-document YAML (documents
 // separated by "---" lines) or JSON, each document an object or a List of
 // objects. It skips empty documents and kinds pilotfish does not read
-// (kinds_unknown.go: a kind its API group does not have is an error, mesh
+// (kinds_unknown.go: a kind a mesh API group lacks is an error, mesh
 // config pilotfish does not implement a warning that Decode drops and
 // DecodeWithWarnings returns). A document without apiVersion or kind, a
 // known kind under an unknown API version, a YAML syntax error, an unknown

@@ -13,11 +13,16 @@ import (
 
 // What Decode does with a kind it does not read depends on its API group:
 //
-//   - A group pilotfish knows the kinds of (Kubernetes' built-in groups,
-//     Istio's, the Gateway API's) but no such kind in it: an error at the
-//     document's kind, with the closest kind of the group suggested
+//   - A mesh group (one pilotfish reads kinds of, or whose kinds configure
+//     the mesh: the core group, discovery.k8s.io, networking.k8s.io,
+//     Istio's groups, the Gateway API's) without such a kind: an error at
+//     the document's kind, with the closest kind of the group suggested
 //     ("VirtualServize": did you mean "VirtualService"?). The object would
-//     otherwise vanish without a word.
+//     otherwise vanish without a word. Other built-in groups (apps, batch,
+//     policy, ...) are not checked: a kind removed from Kubernetes
+//     (policy/v1beta1 PodSecurityPolicy) or added after the client-go
+//     pilotfish is built with is no concern of the mesh, and must not fail
+//     `pilotfish validate`.
 //   - Real mesh configuration pilotfish does not implement (EnvoyFilter,
 //     Telemetry, WasmPlugin, ProxyConfig, WorkloadGroup, the Gateway API's
 //     kinds, Ingress, IstioOperator): a warning, since whoever wrote it
@@ -42,7 +47,12 @@ const (
 type groupKinds struct {
 	class map[string]kindClass // kindNotMesh or kindUnimplemented
 	names []string             // the group's object kinds, for suggestions
+	mesh  bool                 // a kind it lacks is an error (a mesh group)
 }
+
+// meshGroups are the Kubernetes groups whose kinds are checked; Istio's
+// groups and those of extraMeshKinds are too.
+var meshGroups = []string{"", "discovery.k8s.io", "networking.k8s.io"}
 
 // Mesh kinds no scheme linked here registers. The Gateway API's standard
 // and experimental kinds, and Istio's installation kind.
@@ -86,14 +96,22 @@ var knownGroups = sync.OnceValue(func() map[string]*groupKinds {
 	}
 	fromScheme(kubescheme.Scheme, kindNotMesh)
 	fromScheme(istioscheme.Scheme, kindUnimplemented)
+	for gvk := range istioscheme.Scheme.AllKnownTypes() {
+		groups[gvk.Group].mesh = true
+	}
 	for group, ks := range extraMeshKinds {
 		for _, k := range ks {
 			add(group, k, kindUnimplemented)
 			add(group, k+"List", kindNotMesh)
 		}
+		groups[group].mesh = true
 	}
-	// istiod serves Ingress; pilotfish does not.
+	for _, group := range meshGroups {
+		groups[group].mesh = true
+	}
+	// istiod serves Ingress (also under its old group); pilotfish does not.
 	add("networking.k8s.io", "Ingress", kindUnimplemented)
+	add("extensions", "Ingress", kindUnimplemented)
 	add("", "List", kindNotMesh)
 	for k := KindUnknown + 1; k < numKinds; k++ {
 		add(kinds[k].group, kinds[k].name, kindNotMesh) // read: a suggestion, never classified
@@ -114,6 +132,9 @@ func classifyKind(group, kind string) (kindClass, string) {
 	}
 	if c, ok := g.class[kind]; ok {
 		return c, ""
+	}
+	if !g.mesh {
+		return kindForeign, ""
 	}
 	return kindMisspelled, suggest(kind, g.names)
 }

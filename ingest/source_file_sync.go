@@ -75,7 +75,11 @@ func (s *FileSource) sync(quiet bool) (cs *index.ChangeSet, recheck bool, err er
 	for len(touched) > 0 {
 		var again []string
 		for k := range touched {
-			if file := s.resolveLocked(&b, k, nil); file != "" && !read[file] && !slices.Contains(again, file) {
+			switch file := s.resolveLocked(&b, k, nil); {
+			case file == "" || slices.Contains(again, file):
+			case read[file]:
+				recheck = true // it changed again since: the next sync settles k
+			default:
 				again = append(again, file)
 			}
 		}
@@ -110,7 +114,7 @@ func (s *FileSource) problemLocked(path string, err error) {
 		s.files[path] = st
 	}
 	if len(st.problems) != 1 || st.problems[0].Error() != err.Error() {
-		s.log.Warn("not reading path; keeping what it had defined", "err", err.Error())
+		s.log.Warn("config path not read; what it defined before (if anything) is kept", "err", err.Error())
 	}
 	st.info, st.hash, st.problems = nil, 0, []error{err}
 }

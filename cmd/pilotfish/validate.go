@@ -28,7 +28,8 @@ error and is never read. A file named explicitly is read whatever its
 extension. An object defined twice is used from its first definition in
 path order; every later one is an error.
 
-Documents of a kind pilotfish does not read: a kind its API group does not
+Documents of a kind pilotfish does not read: a kind a mesh API group (core,
+discovery.k8s.io, networking.k8s.io, Istio's, the Gateway API's) does not
 have (a misspelling such as VirtualServize) is an error; Istio and Gateway
 API kinds pilotfish does not implement (EnvoyFilter, Telemetry, HTTPRoute,
 ...) are warnings; other Kubernetes kinds (ConfigMaps, Deployments, ...) and

@@ -82,7 +82,9 @@ func TestValidateAgreesWithServe(t *testing.T) {
 			1, "config/b.yaml:1: Service shop/reviews: also defined at config/a.yaml:1, which is used (the first definition in path order wins)", "2 objects, 1 error\n"},
 		{"duplicate, first file written last", func(d dir) { write(d, "b.yaml", svc("1002")) }, func(d dir) { write(d, "a.yaml", svc("1001")) },
 			1, "config/b.yaml:1: Service shop/reviews: also defined at config/a.yaml:1, which is used (the first definition in path order wins)", "2 objects, 1 error\n"},
-		{"unknown kind", func(d dir) { write(d, "vs.yaml", strings.Replace(vs, "kind: VirtualService", "kind: VirtualServize", 1)) }, nil,
+		{"unknown kind", func(d dir) {
+			write(d, "vs.yaml", strings.Replace(vs, "kind: VirtualService", "kind: VirtualServize", 1))
+		}, nil,
 			1, `config/vs.yaml:2: VirtualServize shop/reviews: kind: unknown kind "VirtualServize" in API group networking.istio.io (did you mean "VirtualService"?)`, "0 objects, 1 error\n"},
 		{"unimplemented kind", func(d dir) {
 			write(d, "ef.yaml", "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: ef, namespace: shop}\nspec: {}\n")
