@@ -26,25 +26,38 @@ import (
 
 // Decode reads the objects of one file: multi-document YAML (documents
 // separated by "---" lines) or JSON, each document an object or a List of
-// objects. It skips empty documents and, silently, kinds pilotfish does not
-// read (ConfigMap, Telemetry, ...). A document without apiVersion or kind,
-// a known kind under an unknown API version, a YAML syntax error, an unknown
-// field or a value of the wrong type is an error (*Error, located at the
-// field's line where possible); the other documents of the file still
-// decode. Objects come back in file order; semantic checks are Validate's.
+// objects. It skips empty documents and kinds pilotfish does not read
+// (kinds_unknown.go: a kind a mesh API group lacks is an error, mesh
+// config pilotfish does not implement a warning that Decode drops and
+// DecodeWithWarnings returns). A document without apiVersion or kind, a
+// known kind under an unknown API version, a YAML syntax error, an unknown
+// field, a value of the wrong type or an object over Kubernetes' size limit
+// is an error (*Error, located at the field's line where possible); the
+// other documents of the file still decode. Objects come back in file
+// order; semantic checks are Validate's.
 func Decode(file string, data []byte) (objs []Object, errs []error) {
+	objs, errs, _ = DecodeWithWarnings(file, data)
+	return objs, errs
+}
+
+// DecodeWithWarnings is Decode, and also returns the warnings (each an
+// *Error wrapping ErrIgnored) for documents that are ignored although their
+// author likely meant them to take effect.
+func DecodeWithWarnings(file string, data []byte) (objs []Object, errs, warnings []error) {
 	d := decoder{file: file}
 	for _, c := range splitDocuments(data) {
 		d.chunk(c)
 	}
 	sortErrors(d.errs)
-	return d.objs, d.errs
+	sortErrors(d.warns)
+	return d.objs, d.errs, d.warns
 }
 
 type decoder struct {
-	file string
-	objs []Object
-	errs []error
+	file  string
+	objs  []Object
+	errs  []error
+	warns []error
 }
 
 type chunk struct {
@@ -300,7 +313,8 @@ func (d *decoder) object(root *yaml.Node, apiVersion, kind string, src *source, 
 	}
 	k, known, versionOK := lookupKind(apiVersion, kind)
 	if !known {
-		return // a kind pilotfish does not read: not an error
+		d.notRead(r, apiVersion, kind)
+		return
 	}
 	info := &kinds[k]
 	if info.namespaced && r.namespace == "" {
@@ -345,8 +359,13 @@ func (d *decoder) object(root *yaml.Node, apiVersion, kind string, src *source, 
 		r.add(ErrSchema, nil, err.Error())
 		return
 	}
-	if obj.Hash, err = hashObject(info, m, &obj.Meta); err != nil {
+	var size int
+	if obj.Hash, size, err = hashObject(info, m, &obj.Meta); err != nil {
 		r.add(ErrSchema, nil, err.Error())
+		return
+	}
+	if size > maxObjectSize {
+		r.add(ErrInvalid, nil, objectSizeMessage(size))
 		return
 	}
 	d.objs = append(d.objs, obj)
@@ -471,7 +490,8 @@ func defaultNamespace(info *kindInfo, meta *metav1.ObjectMeta) {
 // hashObject hashes the canonical JSON of what the object means: its name,
 // namespace, labels, annotations and body (spec, or the fields of a
 // Kubernetes object), with map keys sorted by encoding/json.
-func hashObject(info *kindInfo, m map[string]any, meta *metav1.ObjectMeta) (uint64, error) {
+// It also returns the JSON's length, which maxObjectSize bounds.
+func hashObject(info *kindInfo, m map[string]any, meta *metav1.ObjectMeta) (uint64, int, error) {
 	canon := make(map[string]any, len(m))
 	for k, v := range m {
 		switch {
@@ -487,9 +507,9 @@ func hashObject(info *kindInfo, m map[string]any, meta *metav1.ObjectMeta) (uint
 	}
 	b, err := json.Marshal(canon)
 	if err != nil {
-		return 0, errors.New(cleanJSONError(err))
+		return 0, 0, errors.New(cleanJSONError(err))
 	}
-	return xxhash.Sum64(b), nil
+	return xxhash.Sum64(b), len(b), nil
 }
 
 // normalize turns yaml.v3's generic value into JSON's: map keys become

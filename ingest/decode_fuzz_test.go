@@ -25,8 +25,9 @@ func yamlLines(data []byte) int {
 }
 
 // FuzzDecode feeds arbitrary bytes to Decode and Validate: they must never
-// panic, every error must be an *ingest.Error located in the input, and
-// decoding must be deterministic. The seeds are every manifest under
+// panic, every error and warning must be an *ingest.Error located in the
+// input (warnings, and only they, IsWarning), and decoding must be
+// deterministic (Decode's errors are DecodeWithWarnings'). The seeds are every manifest under
 // testdata/ and examples/, and Istio's benchmark workloads rendered at Services=2.
 //
 // Each new interesting input is minimized before fuzzing goes on, for up
@@ -48,6 +49,10 @@ func FuzzDecode(f *testing.F) {
 		f.Add(data)
 	}
 	// A gateway credential Secret: data (base64), stringData, a bad key.
+	// Kinds not read: a misspelling, one not implemented, one not mesh
+	// config, in a List.
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: networking.istio.io/v1, kind: VirtualServize, metadata: {name: a}}\n" +
+		"- {apiVersion: networking.istio.io/v1alpha3, kind: EnvoyFilter, metadata: {name: b}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"))
 	f.Add([]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: gw-cert, namespace: gw}\ntype: kubernetes.io/tls\n" +
 		"data: {tls.crt: Q0VSVA==, tls.key: S0VZ, bad key: eA==}\nstringData: {ca.crt: CA}\n"))
 	if workloads := benchWorkloads(f, 2); workloads != nil {
@@ -79,8 +84,19 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
-		objs, errs := ingest.Decode(file, data)
+		objs, errs, warns := ingest.DecodeWithWarnings(file, data)
 		check(errs)
+		check(warns)
+		for _, w := range warns {
+			if !ingest.IsWarning(w) {
+				t.Fatalf("warning %q is not IsWarning", w)
+			}
+		}
+		for _, e := range errs {
+			if ingest.IsWarning(e) {
+				t.Fatalf("error %q is a warning", e)
+			}
+		}
 		var all []string
 		for i := range objs {
 			o := &objs[i]

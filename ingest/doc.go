@@ -20,13 +20,29 @@
 // Validate, so that what `pilotfish validate` rejects never gets stored; it
 // writes nothing to the index.
 //
+// The file source and `pilotfish validate` read a directory with one walker
+// (walk.go), resolve objects defined more than once with one rule
+// (conflicts.go: the first in path order) and decode with one Decode, so
+// validate reports for a directory exactly what the file source reports.
+//
 // # Invariants
 //
 //   - Bad input never stops the source: an invalid object is reported with
 //     `file:line: Kind namespace/name: field.path: message`, every other
 //     object still applies, and the last good version of a rejected object is
 //     kept.
-//   - A change to one file re-applies only that file's objects.
+//   - Nothing in a config directory can block the file source or grow its
+//     memory past a bound: only regular files (links resolved) of at most
+//     MaxFileSize are read, opened non-blocking; objects are bounded by
+//     Kubernetes' limits (limits.go). Reads happen outside the lock Errors
+//     takes.
+//   - Which file's definition of an object is served is a function of the
+//     directory's contents only, never of the order files were read in.
+//   - A kind pilotfish does not read is never dropped silently when its API
+//     group is one pilotfish knows (kinds_unknown.go): an error, or a
+//     warning (ErrIgnored) for real mesh config it does not implement.
+//   - A change to one file re-applies only that file's objects (and those
+//     of a file whose definition takes over from it).
 //   - ingest is the only writer of the index (it serializes Apply calls).
 //
 // # Imports

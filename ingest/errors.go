@@ -19,7 +19,24 @@ var (
 	ErrSchema = errors.New("schema violation")
 	// ErrInvalid: the object decodes but breaks a semantic rule.
 	ErrInvalid = errors.New("invalid object")
+	// ErrKind: an API group pilotfish knows (Istio's, Kubernetes') has no
+	// kind of that name, most likely a misspelling.
+	ErrKind = errors.New("unknown kind")
+	// ErrFile: a path named like a manifest that is not read: not a regular
+	// file once links are resolved (a FIFO, a device, a dangling link, a
+	// link loop), over MaxFileSize, or unreadable.
+	ErrFile = errors.New("file not read")
+	// ErrIgnored marks a warning, not an error: something pilotfish leaves
+	// alone on purpose but that its author likely meant to take effect (a
+	// real Istio or Gateway API kind pilotfish does not implement, a
+	// symbolic link to a directory). See IsWarning.
+	ErrIgnored = errors.New("ignored")
 )
+
+// IsWarning reports whether err is a warning (it wraps ErrIgnored): shown
+// like an error, but `pilotfish validate` still exits 0 and nothing that
+// was applied is held back by it.
+func IsWarning(err error) bool { return errors.Is(err, ErrIgnored) }
 
 // Error is one problem with one document, located as precisely as the input
 // allows. Fields left empty are unknown (a YAML syntax error has no Kind).
@@ -35,13 +52,18 @@ type Error struct {
 }
 
 // Error renders "file:line: Kind namespace/name: field.path: message",
-// omitting the parts that are unknown.
+// omitting the parts that are unknown; a warning reads
+// "file:line: warning: Kind namespace/name: message", as compilers write
+// theirs.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.Grow(len(e.Pos.File) + len(e.Kind) + len(e.Namespace) + len(e.Name) + len(e.Field) + len(e.Message) + 16)
+	b.Grow(len(e.Pos.File) + len(e.Kind) + len(e.Namespace) + len(e.Name) + len(e.Field) + len(e.Message) + 25)
 	if p := e.Pos.String(); p != "" {
 		b.WriteString(p)
 		b.WriteString(": ")
+	}
+	if e.cause == ErrIgnored {
+		b.WriteString("warning: ")
 	}
 	if e.Kind != "" {
 		b.WriteString(e.Kind)

@@ -1,10 +1,7 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -15,14 +12,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/fsnotify/fsnotify"
+
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
 // FileSourceOptions configure a FileSource.
 type FileSourceOptions struct {
-	// Dir is the directory to read, recursively (.yaml, .yml, .json).
+	// Dir is the directory to read, recursively: its *.yaml, *.yml and
+	// *.json regular files (links resolved) of at most MaxFileSize bytes,
+	// skipping hidden entries (walk.go has the rules).
 	Dir string
 	// DomainSuffix is the cluster DNS domain; default "cluster.local".
 	DomainSuffix string
@@ -39,35 +38,61 @@ type FileSourceOptions struct {
 // current as files change. A change to one file re-applies only that file's
 // objects. Invalid objects are reported and skipped; the last good version
 // of each is kept, and a file that cannot be read or parsed keeps all of its
-// objects.
+// objects. When several files define one object, the first in path order
+// wins (conflicts.go), whatever order they were read in.
+//
+// A Sync walks and reads files holding only syncMu; Errors takes only mu,
+// which a Sync holds just to publish its result, so a slow or stuck read
+// never stalls /debug/config_errors (and nothing it reads can block: see
+// readManifest).
 type FileSource struct {
 	opts   FileSourceOptions
 	w      *index.Writer
-	conv   *Converter
+	conv   *Converter // guarded by syncMu
 	log    *slog.Logger
 	synced atomic.Bool
 
-	mu    sync.Mutex            // guards the fields below
-	files map[string]*fileState // path → what was last applied from it
-	owner map[ObjectKey]string  // object → the file that defines it
-	errs  map[string][]error    // path → current problems
-	dups  map[string]bool       // files with an object another file defines first
-	// deleted: the current Sync deleted an object (duplicates may resolve).
-	deleted bool
-	// recheck: a file must be read again soon (it read empty mid-write).
-	recheck bool
+	syncMu sync.Mutex
+	// files: path → what was last read from it, or why it was not.
+	files map[string]*fileState // guarded by syncMu
+	// claims: object → the files that define it, in path order; the
+	// first is the definition.
+	claims map[ObjectKey][]string // guarded by syncMu
+	// applied: object → the version in the index and the file it came from.
+	applied map[ObjectKey]appliedObject // guarded by syncMu
+	// conflicts: the objects more than one file defines.
+	conflicts map[ObjectKey]bool // guarded by syncMu
+
+	mu   sync.Mutex
+	errs []error // guarded by mu: every current problem, sorted by file and line
 }
 
 type fileState struct {
-	size    int64
-	modTime time.Time
-	hash    uint64 // content hash of the last read
-	// objects holds the hash of the last good version of each object: the
-	// index holds the version itself, so the source keeps no decoded copy.
-	objects map[ObjectKey]uint64
+	// info is the file last read (links resolved), to tell a change by
+	// identity, size and modification time; nil forces a read.
+	info fs.FileInfo
+	hash uint64 // content hash of the last read
+	// defs holds, for each object the file defines, where and the hash of
+	// the definition (0 if it is invalid). The index holds the version
+	// itself, so the source keeps no decoded copy.
+	defs map[ObjectKey]fileDef
+	// problems are the file's current errors and warnings (decode,
+	// validation, or why it cannot be read); conflicts are added when
+	// published.
+	problems []error
 	// emptySince is when the file was first read empty while it still had
-	// objects (see readFileLocked).
+	// objects (see readLocked).
 	emptySince time.Time
+}
+
+type fileDef struct {
+	line int
+	hash uint64 // 0: invalid
+}
+
+type appliedObject struct {
+	file string
+	hash uint64
 }
 
 // NewFileSource returns a source for opts.Dir writing to w.
@@ -85,221 +110,36 @@ func NewFileSource(w *index.Writer, opts FileSourceOptions) *FileSource {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &FileSource{
-		opts:  opts,
-		w:     w,
-		conv:  NewConverter(w, opts.DomainSuffix),
-		log:   opts.Logger.With("source", "file", "dir", opts.Dir),
-		files: map[string]*fileState{},
-		owner: map[ObjectKey]string{},
-		errs:  map[string][]error{},
-		dups:  map[string]bool{},
+		opts:    opts,
+		w:       w,
+		conv:    NewConverter(w, opts.DomainSuffix),
+		log:     opts.Logger.With("source", "file", "dir", opts.Dir),
+		files:   map[string]*fileState{},
+		claims:  map[ObjectKey][]string{},
+		applied: map[ObjectKey]appliedObject{},
+
+		conflicts: map[ObjectKey]bool{},
 	}
 }
 
 // Synced reports whether the first full read has been applied.
 func (s *FileSource) Synced() bool { return s.synced.Load() }
 
-// Errors returns the current problems of every file, sorted by file and line.
+// Errors returns the current problems of every file, sorted by file and
+// line: decode and validation errors, paths that are not read (and why),
+// conflicting definitions, and warnings (IsWarning).
 func (s *FileSource) Errors() []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []error
-	for _, errs := range s.errs {
-		out = append(out, errs...)
-	}
-	sortErrors(out)
-	return out
+	return slices.Clone(s.errs)
 }
 
-// Sync reads every file whose size, modification time or content changed
-// since the last Sync, and applies the difference as one batch. It fails
-// only when the directory itself cannot be walked.
-func (s *FileSource) Sync() (*index.ChangeSet, error) { return s.sync(false) }
-
-// sync is Sync; quiet says no file event came for a debounce interval, so a
-// file written recently is complete (every write raises an event) and is
-// read now rather than one more interval later.
-func (s *FileSource) sync(quiet bool) (*index.ChangeSet, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.recheck = false
-	seen := map[string]bool{}
-	var b index.Batch
-	err := filepath.WalkDir(s.opts.Dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == s.opts.Dir {
-				return err
-			}
-			s.log.Warn("cannot read", "path", path, "err", err)
-			return nil
-		}
-		if d.IsDir() {
-			if path != s.opts.Dir && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir // .git and editors' folders
-			}
-			return nil
-		}
-		if !isManifest(path) {
-			return nil
-		}
-		seen[path] = true
-		info, err := d.Info()
-		if err != nil {
-			return nil // removed while walking: the next event handles it
-		}
-		st := s.files[path]
-		if st != nil && st.size == info.Size() && st.modTime.Equal(info.ModTime()) {
-			return nil
-		}
-		if age := time.Since(info.ModTime()); s.synced.Load() && !quiet && age >= 0 && age < s.opts.Debounce {
-			// Written within the debounce interval: it may still be being
-			// written. Read it once it has been quiet that long. (The first
-			// Sync reads everything: readiness means all files are in.)
-			s.recheck = true
-			return nil
-		}
-		s.readFileLocked(&b, path, info)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("file source: %w", err)
-	}
-	for path := range s.files {
-		if !seen[path] {
-			s.removeFileLocked(&b, path)
-		}
-	}
-	// A file that lost a duplicate to another file is read again once an
-	// object was deleted: the other file may have dropped it (a move, or
-	// the first definition's file removed).
-	if s.deleted {
-		for path := range s.dups {
-			if info, err := os.Stat(path); err == nil && s.files[path] != nil {
-				s.files[path].hash = 0
-				s.readFileLocked(&b, path, info)
-			}
-		}
-		s.deleted = false
-	}
-	cs := s.w.Apply(&b)
-	s.synced.Store(true)
-	return cs, nil
-}
-
-func isManifest(path string) bool {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
-// readFileLocked re-reads one file and adds the difference to b.
-func (s *FileSource) readFileLocked(b *index.Batch, path string, info fs.FileInfo) {
-	st := s.files[path]
-	if st == nil {
-		st = &fileState{objects: map[ObjectKey]uint64{}}
-		s.files[path] = st
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		// Keep everything the file had: an unreadable file is not an empty one.
-		s.errs[path] = []error{&Error{Pos: Position{File: path}, Message: err.Error(), cause: ErrSyntax}}
-		s.log.Warn("cannot read file; keeping its last good objects", "path", path, "err", err)
-		return
-	}
-	st.size, st.modTime = info.Size(), info.ModTime()
-	h := xxhash.Sum64(data)
-	if st.hash != 0 && h == st.hash {
-		return // touched, not changed
-	}
-	// An editor that saves in place truncates the file first: a file that
-	// had objects and reads empty is most likely mid-write. Its objects are
-	// deleted only if it is still empty one debounce interval later.
-	if len(bytes.TrimSpace(data)) == 0 && len(st.objects) > 0 {
-		if st.emptySince.IsZero() {
-			st.emptySince = time.Now()
-		}
-		if time.Since(st.emptySince) < s.opts.Debounce {
-			st.size = -1 // read it again on the next Sync
-			s.recheck = true
-			return
-		}
-	}
-	st.emptySince = time.Time{}
-	st.hash = h
-	delete(s.dups, path)
-	objs, errs := Decode(s.displayPath(path), data)
-	// Objects named by an error are present but invalid: keep their last
-	// good version. An error naming no object (a syntax error) could hide
-	// any object, so then nothing of the file is deleted.
-	keep := map[ObjectKey]bool{}
-	deleteAbsent := true
-	for _, err := range errs {
-		if k, ok := errorObjectKey(err); ok {
-			keep[k] = true
-		} else {
-			deleteAbsent = false
-		}
-	}
-	present := map[ObjectKey]bool{}
-	for i := range objs {
-		o := &objs[i]
-		k := o.Key()
-		present[k] = true
-		if other, ok := s.owner[k]; ok && other != path {
-			s.dups[path] = true
-			errs = append(errs, &Error{Pos: o.Pos, Kind: k.Kind.String(), Namespace: k.Namespace, Name: k.Name,
-				Message: "also defined in " + s.displayPath(other) + "; the first definition is used", cause: ErrInvalid})
-			continue
-		}
-		if verrs := Validate(o); len(verrs) > 0 {
-			errs = append(errs, verrs...)
-			keep[k] = true
-			continue
-		}
-		if old, ok := st.objects[k]; ok && old == o.Hash {
-			continue
-		}
-		s.conv.Put(b, o)
-		st.objects[k] = o.Hash
-		s.owner[k] = path
-	}
-	for k := range st.objects {
-		if present[k] || keep[k] || !deleteAbsent {
-			continue
-		}
-		s.conv.Delete(b, k)
-		delete(st.objects, k)
-		delete(s.owner, k)
-		s.deleted = true
-	}
-	sortErrors(errs)
-	s.setErrsLocked(path, errs)
-}
-
-// removeFileLocked deletes the objects of a file that is gone.
-func (s *FileSource) removeFileLocked(b *index.Batch, path string) {
-	for k := range s.files[path].objects {
-		s.conv.Delete(b, k)
-		delete(s.owner, k)
-		s.deleted = true
-	}
-	delete(s.files, path)
-	delete(s.dups, path)
-	delete(s.errs, path)
-	s.log.Info("file removed; its objects are deleted", "path", path)
-}
-
-func (s *FileSource) setErrsLocked(path string, errs []error) {
-	if len(errs) == 0 {
-		delete(s.errs, path)
-		return
-	}
-	s.errs[path] = errs
-	for _, err := range errs {
-		s.log.Warn("rejected config; the last good version is kept", "err", err.Error())
-	}
+// Sync reads every file whose identity, size, modification time or content
+// changed since the last Sync, and applies the difference as one batch. It
+// fails only when the directory itself cannot be walked.
+func (s *FileSource) Sync() (*index.ChangeSet, error) {
+	cs, _, err := s.sync(false)
+	return cs, err
 }
 
 // displayPath is the path errors show: relative to the directory's parent,
@@ -309,19 +149,6 @@ func (s *FileSource) displayPath(path string) string {
 		return rel
 	}
 	return path
-}
-
-func errorObjectKey(err error) (ObjectKey, bool) {
-	var e *Error
-	if !errors.As(err, &e) || e.Name == "" {
-		return ObjectKey{}, false
-	}
-	for k := KindUnknown + 1; k < numKinds; k++ {
-		if k.String() == e.Kind {
-			return ObjectKey{Kind: k, Namespace: e.Namespace, Name: e.Name}, true
-		}
-	}
-	return ObjectKey{}, false
 }
 
 // Run applies the directory, then watches it until ctx ends. It returns an
@@ -379,10 +206,7 @@ func (s *FileSource) Run(ctx context.Context) error {
 }
 
 func (s *FileSource) syncAndLog(debounce *time.Timer, quiet bool) {
-	cs, err := s.sync(quiet)
-	s.mu.Lock()
-	again := s.recheck
-	s.mu.Unlock()
+	cs, again, err := s.sync(quiet)
 	if again {
 		debounce.Reset(s.opts.Debounce)
 	}
@@ -404,8 +228,8 @@ func (s *FileSource) watchTree(w *fsnotify.Watcher) {
 		if err != nil || !d.IsDir() {
 			return nil
 		}
-		if path != s.opts.Dir && strings.HasPrefix(d.Name(), ".") {
-			return filepath.SkipDir
+		if path != s.opts.Dir && hidden(d.Name()) {
+			return filepath.SkipDir // as walkManifests does
 		}
 		if !slices.Contains(watched, path) {
 			if err := w.Add(path); err != nil {

@@ -213,7 +213,7 @@ func TestFileSourceDuplicatesAndMoves(t *testing.T) {
 	if svc := f.service("reviews.shop.svc.cluster.local", "shop"); svc.Ports[0].Number != 9080 {
 		t.Fatalf("duplicate replaced the first definition: %+v", svc)
 	}
-	if errs := f.src.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "also defined in") {
+	if errs := f.src.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "also defined at") {
 		t.Fatalf("errors = %v, want a duplicate error", errs)
 	}
 	// Removing the first file hands the object to the second.
@@ -280,7 +280,7 @@ func TestFileSourceQuietSyncReadsRecentFiles(t *testing.T) {
 	if f.service("reviews.shop.svc.cluster.local", "shop") != nil {
 		t.Fatal("a plain Sync read a file written within the debounce interval")
 	}
-	cs, err := f.src.sync(true)
+	cs, _, err := f.src.sync(true)
 	if err != nil {
 		t.Fatal(err)
 	}

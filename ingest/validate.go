@@ -118,6 +118,7 @@ func (v *validator) meta(m *metav1.ObjectMeta) {
 		v.dnsName(md.f("namespace"), m.Namespace, dns1123Label)
 	}
 	v.labels(md.f("labels"), m.Labels)
+	v.checkAnnotationsSize(m) // limits.go
 	for _, k := range sortedMapKeys(m.Annotations) {
 		if msg := labelKeyError(k); msg != "" {
 			v.errorf(md.f("annotations").k(k), "invalid annotation key %q: %s", k, msg)

@@ -110,7 +110,7 @@ func TestValidatePaths(t *testing.T) {
 	got := rel(errStrings(r.Errors))
 	want := `a/deeper/c.json:1: Namespace Bad_C: metadata.name: invalid name "Bad_C": must be a DNS-1123 label (a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character)
 b.yaml:9: Namespace Bad_B: metadata.name: invalid name "Bad_B": must be a DNS-1123 label (a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character)
-z-dup.yaml:2: Namespace nested: also defined at a/nested.yml:1; the first definition is used
+z-dup.yaml:2: Namespace nested: also defined at a/nested.yml:1, which is used (the first definition in path order wins)
 `
 	if got != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)

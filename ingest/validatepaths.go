@@ -1,12 +1,7 @@
 package ingest
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 )
 
 // Report is the outcome of ValidatePaths.
@@ -15,85 +10,87 @@ type Report struct {
 	Files []string
 	// Objects lists every object decoded, valid or not, in file order.
 	Objects []ObjectKey
-	// Errors holds every decode and validation error (each an *Error),
+	// Errors holds every decode and validation error, each path that is
+	// not read and why, and each conflicting definition (each an *Error),
 	// sorted by file and line.
 	Errors []error
+	// Warnings holds what is ignored although it was likely meant to take
+	// effect (see IsWarning), sorted by file and line.
+	Warnings []error
 }
 
-// manifestExts are the extensions ValidatePaths reads in directories.
-var manifestExts = []string{".yaml", ".yml", ".json"}
-
-// ValidatePaths decodes and validates every manifest under paths. A
-// directory is walked recursively for .yaml, .yml and .json files, skipping
-// hidden entries (a ConfigMap volume's "..data" holds second copies); a
-// file named explicitly is read whatever its extension. An object defined
-// twice is an error at its second definition (the file source uses the
-// first). Problems with the manifests go in the Report; the error is for
-// paths that cannot be read.
+// ValidatePaths decodes and validates every manifest under paths, with the
+// file source's rules, so that what it reports for a directory is exactly
+// what `pilotfish serve --config-dir` reports in /debug/config_errors: a
+// directory is walked by the same walker (walk.go: *.yaml, *.yml and
+// *.json regular files, links resolved, hidden entries skipped, at most
+// MaxFileSize bytes), and an object defined more than once is used from
+// its first definition in path order (conflicts.go), every later one being
+// an error. A file named explicitly is read whatever its extension, with
+// the same checks. Problems with the manifests and the paths go in the
+// Report; the error is for a path given that does not exist.
 func ValidatePaths(paths ...string) (Report, error) {
 	var r Report
-	var files []string
+	var files []walkEntry
 	for _, root := range paths {
 		info, err := os.Stat(root)
 		if err != nil {
 			return r, err
 		}
 		if !info.IsDir() {
-			files = append(files, root)
+			files = append(files, walkEntry{path: root, info: info})
 			continue
 		}
-		var found []string
-		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if path != root && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() || !slices.Contains(manifestExts, strings.ToLower(filepath.Ext(path))) {
-				return nil
-			}
-			// Follow symlinks to files (ConfigMap volumes are made of them),
-			// but not to directories, which could loop.
-			if d.Type()&fs.ModeSymlink != 0 {
-				if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
-					return nil
-				}
-			}
-			found = append(found, path)
-			return nil
-		})
+		found, err := walkManifests(root, func(p string) string { return p })
 		if err != nil {
-			return r, fmt.Errorf("walking %s: %w", root, err)
+			return r, err
 		}
-		slices.Sort(found)
 		files = append(files, found...)
 	}
 	first := map[ObjectKey]Position{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return r, err
+		if f.err != nil {
+			r.add(f.err)
+			continue
 		}
-		r.Files = append(r.Files, f)
-		objs, errs := Decode(f, data)
-		r.Errors = append(r.Errors, errs...)
+		data, _, err := readManifest(f.path, f.path)
+		if err != nil {
+			r.add(err)
+			continue
+		}
+		r.Files = append(r.Files, f.path)
+		objs, errs, warns := DecodeWithWarnings(f.path, data)
+		r.Warnings = append(r.Warnings, warns...)
 		for i := range objs {
-			o := &objs[i]
-			k := o.Key()
-			r.Objects = append(r.Objects, k)
-			r.Errors = append(r.Errors, Validate(o)...)
-			if pos, dup := first[k]; dup {
-				r.Errors = append(r.Errors, &Error{Pos: o.Pos, Kind: k.Kind.String(), Namespace: k.Namespace, Name: k.Name,
-					Message: "also defined at " + pos.String() + "; the first definition is used", cause: ErrInvalid})
+			r.Objects = append(r.Objects, objs[i].Key())
+		}
+		defs, errs := fileDefinitions(objs, errs)
+		r.Errors = append(r.Errors, errs...)
+		for _, d := range defs {
+			if pos, dup := first[d.key]; dup {
+				r.Errors = append(r.Errors, conflictError(d.key, d.pos, pos))
 			} else {
-				first[k] = o.Pos
+				first[d.key] = d.pos
 			}
 		}
 	}
 	sortErrors(r.Errors)
+	sortErrors(r.Warnings)
 	return r, nil
+}
+
+func (r *Report) add(err error) {
+	if IsWarning(err) {
+		r.Warnings = append(r.Warnings, err)
+	} else {
+		r.Errors = append(r.Errors, err)
+	}
+}
+
+// Problems returns the errors and warnings together, sorted by file and
+// line, as `pilotfish validate` prints them.
+func (r *Report) Problems() []error {
+	out := append(append(make([]error, 0, len(r.Errors)+len(r.Warnings)), r.Errors...), r.Warnings...)
+	sortErrors(out)
+	return out
 }

@@ -19,14 +19,28 @@ and Istio's networking and security config (VirtualService, DestinationRule,
 Gateway, ServiceEntry, WorkloadEntry, Sidecar, AuthorizationPolicy,
 PeerAuthentication, RequestAuthentication), in any accepted API version.
 
-Directories are read recursively for .yaml, .yml and .json files; a file
-named explicitly is read whatever its extension. Documents of other kinds
-(ConfigMaps, Deployments, ...) are skipped.
+Directories are read exactly as "serve --config-dir" reads them, so both
+report the same problems: recursively, .yaml, .yml and .json files; hidden
+entries (".git", a ConfigMap volume's "..data") are skipped; symbolic links
+to files are followed, links to directories are not (a warning); a named
+pipe, device, socket, dangling link, link loop or file over 16 MiB is an
+error and is never read. A file named explicitly is read whatever its
+extension. An object defined twice is used from its first definition in
+path order; every later one is an error.
+
+Documents of a kind pilotfish does not read: a kind a mesh API group (core,
+discovery.k8s.io, networking.k8s.io, Istio's, the Gateway API's) does not
+have (a misspelling such as VirtualServize) is an error; Istio and Gateway
+API kinds pilotfish does not implement (EnvoyFilter, Telemetry, HTTPRoute,
+...) are warnings; other Kubernetes kinds (ConfigMaps, Deployments, ...) and
+other projects' kinds are skipped.
 
 Each problem is printed to stderr on its own line as
   file:line: Kind namespace/name: field.path: message
-and a summary ("N objects, M errors") to stdout. The exit status is 1 if
-there is any error, 0 otherwise.`,
+  file:line: warning: Kind namespace/name: message
+and a summary ("N objects, M errors", then ", K warnings" if there are any)
+to stdout. The exit status is 1 if there is any error, 0 otherwise
+(warnings alone exit 0).`,
 		Example: `  # Check one file
   pilotfish validate reviews-vs.yaml
 
@@ -41,11 +55,14 @@ there is any error, 0 otherwise.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			for _, e := range report.Errors {
+			for _, e := range report.Problems() {
 				fmt.Fprintln(cmd.ErrOrStderr(), e)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s, %s\n",
-				plural(len(report.Objects), "object"), plural(len(report.Errors), "error"))
+			summary := plural(len(report.Objects), "object") + ", " + plural(len(report.Errors), "error")
+			if len(report.Warnings) > 0 {
+				summary += ", " + plural(len(report.Warnings), "warning")
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), summary)
 			if len(report.Errors) > 0 {
 				return &exitError{code: 1, err: errors.New("validation failed")}
 			}
