@@ -504,6 +504,7 @@ func hashObject(info *kindInfo, m map[string]any, meta *metav1.ObjectMeta) (uint
 	canon["metadata"] = map[string]any{
 		"name": meta.Name, "namespace": meta.Namespace,
 		"labels": meta.Labels, "annotations": meta.Annotations,
+		"generation": meta.Generation, // a config row carries it
 	}
 	b, err := json.Marshal(canon)
 	if err != nil {

@@ -434,6 +434,8 @@ metadata:
 		"name":        strings.Replace(base, "name: dr", "name: dr2", 1),
 		"namespace":   strings.Replace(base, "{name: dr,", "{name: dr, namespace: other,", 1),
 		"annotations": strings.Replace(base, "labels: {a: b}}", "labels: {a: b}, annotations: {x: y}}", 1),
+		// The converter stamps a config row with its generation.
+		"generation": strings.Replace(base, "labels: {a: b}}", "labels: {a: b}, generation: 3}", 1),
 	}
 	for name, in := range different {
 		t.Run(name, func(t *testing.T) {

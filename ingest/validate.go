@@ -124,11 +124,11 @@ func (v *validator) meta(m *metav1.ObjectMeta) {
 			v.errorf(md.f("annotations").k(k), "invalid annotation key %q: %s", k, msg)
 		}
 	}
-	if val, found := m.Annotations["istio.io/dry-run"]; found {
+	if val, found := m.Annotations[annotationDryRun]; found {
 		if v.info.name != "AuthorizationPolicy" {
-			v.errorf(md.f("annotations").k("istio.io/dry-run"), "only AuthorizationPolicy supports the istio.io/dry-run annotation")
+			v.errorf(md.f("annotations").k(annotationDryRun), "only AuthorizationPolicy supports the %s annotation", annotationDryRun)
 		} else if _, err := strconv.ParseBool(val); err != nil {
-			v.errorf(md.f("annotations").k("istio.io/dry-run"), "must be true or false, not %q", val)
+			v.errorf(md.f("annotations").k(annotationDryRun), "must be true or false, not %q", val)
 		}
 	}
 }
