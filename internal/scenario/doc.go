@@ -26,6 +26,8 @@
 //	                           field is the string value)
 //	contains NAME TYPE RES TEXT
 //	                           the resource's protojson text contains TEXT
+//	excludes NAME TYPE RES TEXT
+//	                           ... and does not
 //
 // TYPE is cds, eds, lds or rds. A proxy's config is fetched afresh for
 // every assertion after a change, as a sidecar subscribes: every cluster

@@ -149,7 +149,7 @@ func (s *script) exec(args []string) error {
 		}
 		s.proxies[args[0]] = &proxy{f: s.target.Connect(s.t, node)}
 		return nil
-	case "has", "lacks", "count", "field", "contains":
+	case "has", "lacks", "count", "field", "contains", "excludes":
 		if err := need(2); err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func (s *script) exec(args []string) error {
 		}
 		return check(cmd, args[1], res, args[2:])
 	}
-	return fmt.Errorf("unknown command %q (apply, replace, delete, proxy, has, lacks, count, field, contains)", cmd)
+	return fmt.Errorf("unknown command %q (apply, replace, delete, proxy, has, lacks, count, field, contains, excludes)", cmd)
 }
 
 func (s *script) changed() {
@@ -226,18 +226,17 @@ func check(cmd, word string, res map[string]json.RawMessage, args []string) erro
 			return fmt.Errorf("%d %s resources, want %d:\n  %s", len(res), word, n, names())
 		}
 		return nil
-	case "field", "contains":
+	case "field", "contains", "excludes":
 		if len(args) < 2 {
-			return fmt.Errorf("%s wants a resource and %s", cmd, map[string]string{"field": "a path and a JSON value", "contains": "a text"}[cmd])
+			return fmt.Errorf("%s wants a resource and %s", cmd, map[string]string{"field": "a path and a JSON value", "contains": "a text", "excludes": "a text"}[cmd])
 		}
 		r, ok := res[args[0]]
 		if !ok {
 			return fmt.Errorf("no %s resource %q; it has:\n  %s", word, args[0], names())
 		}
-		if cmd == "contains" {
-			text := strings.Join(args[1:], " ")
-			if !bytes.Contains(r, []byte(text)) {
-				return fmt.Errorf("%s %s does not contain %q:\n%s", word, args[0], text, r)
+		if text := strings.Join(args[1:], " "); cmd != "field" {
+			if bytes.Contains(r, []byte(text)) != (cmd == "contains") {
+				return fmt.Errorf("%s %s: %s %q:\n%s", word, args[0], map[string]string{"contains": "does not contain", "excludes": "contains"}[cmd], text, r)
 			}
 			return nil
 		}
