@@ -91,9 +91,9 @@ type advServer struct {
 }
 
 // attacker dials a connection of an attacker's: leave closes it.
-func (a *advServer) attacker(t *testing.T) *grpc.ClientConn {
+func (a *advServer) attacker(t *testing.T, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
-	cc, err := grpc.NewClient(a.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(a.addr, append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
