@@ -85,6 +85,7 @@ type advServer struct {
 	b       *testBackend
 	metrics *testMetrics
 	logs    *logSink
+	keep    int // streams that are not the attackers' (the canary's)
 
 	mu        sync.Mutex
 	attackers []*grpc.ClientConn // guarded by mu
@@ -114,7 +115,7 @@ func (a *advServer) leave(t *testing.T) {
 	for _, cc := range ccs {
 		_ = cc.Close()
 	}
-	a.waitStreams(t, 1)
+	a.waitStreams(t, a.keep)
 }
 
 func startAdv(t *testing.T, opts serve.XDSOptions, gopts ...grpc.ServerOption) *advServer {
@@ -127,7 +128,7 @@ func startAdv(t *testing.T, opts serve.XDSOptions, gopts ...grpc.ServerOption) *
 func startAdvBackend(t *testing.T, b *testBackend, connect func(*corev3.Node) error, opts serve.XDSOptions, gopts ...grpc.ServerOption) *advServer {
 	t.Helper()
 	meshFixture(t, b)
-	a := &advServer{b: b, metrics: newTestMetrics(), logs: &logSink{}}
+	a := &advServer{b: b, metrics: newTestMetrics(), logs: &logSink{}, keep: 1}
 	opts.Metrics = a.metrics
 	opts.Logger = slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
