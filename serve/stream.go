@@ -361,6 +361,20 @@ func versionString(v uint64) string {
 	return string(appendHex(b[:0], v))
 }
 
+// versionIs reports whether s is versionString(v), without allocating.
+func versionIs(s string, v uint64) bool {
+	if len(s) != versionLen {
+		return false
+	}
+	const digits = "0123456789abcdef"
+	for i := range versionLen {
+		if s[i] != digits[(v>>uint(60-4*i))&0xf] {
+			return false
+		}
+	}
+	return true
+}
+
 // nonceIs reports whether s is the decimal form of n, without allocating.
 func nonceIs(s string, n uint64) bool {
 	if len(s) != decimalLen(n) {

@@ -117,9 +117,13 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 		}
 		wasNacked := t.nacked
 		t.nacked = false
-		// The version the proxy accepted is the one sent with this nonce;
-		// the request's own version_info is not kept.
-		s.sess.Acked(typeURL, versionString(t.version))
+		// The version the proxy accepted is the one sent with this nonce:
+		// a request's version_info that says otherwise is not kept.
+		version := req.GetVersionInfo() // the decoder's own copy
+		if !versionIs(version, t.version) {
+			version = versionString(t.version)
+		}
+		s.sess.Acked(typeURL, version)
 		before := t.names
 		if !t.setNames(req.GetResourceNames()) {
 			return nil
