@@ -457,3 +457,36 @@ func recvDeltaType(t *testing.T, d deltaStream, typeURL string) *discoveryv3.Del
 		}
 	}
 }
+
+// TestAdversarialDeltaSubscriptionBytes: a Delta stream adding long names
+// request after request, each request under the size limit and the total
+// under the names limit, is stopped at 16 MiB of names per type.
+func TestAdversarialDeltaSubscriptionBytes(t *testing.T) {
+	a := startAdv(t, serve.XDSOptions{Limits: serve.Limits{MaxSubscribedNames: 100000}})
+	c := startCanary(t, a)
+	before := heapAfterGC()
+
+	d := openDelta(t, a)
+	var err error
+	var during uint64
+	for batch := 0; batch < 8 && err == nil; batch++ {
+		if batch == 5 {
+			during = heapAfterGC() // 15 MB of names held: under the limit
+		}
+		names := make([]string, 1000)
+		for i := range names {
+			names[i] = fmt.Sprintf("outbound|80||%d-%d.", batch, i) + strings.Repeat("n", 3000)
+		}
+		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: engine.TypeEndpoint, ResourceNamesSubscribe: names}
+		if batch == 0 {
+			req.Node = &corev3.Node{Id: "long-names"}
+		}
+		if err = d.Send(req); err == nil {
+			_, err = d.Recv() // every subscription change is answered (removed: they do not exist)
+		}
+	}
+	expectRefused(t, err, codes.ResourceExhausted)
+	c.change()
+	a.leave(t)
+	report(t, "Delta subscription bytes", before, during, heapAfterGC(), c)
+}

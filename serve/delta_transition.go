@@ -175,6 +175,7 @@ type subscribeResult struct {
 	from, sub, unsub []string // what it was computed from (verification)
 	subs             []string // the new subscriptions; nil: unchanged
 	subsHash         uint64
+	subsBytes        int // namesBytes(subs)
 	wildcard         bool
 	wildcardAdded    bool
 	wildcardDropped  bool
@@ -231,6 +232,7 @@ func computeSubscribe(from []string, wildcard bool, sub, unsub []string) *subscr
 		slices.Sort(names)
 		r.subs = sharedNames(names)
 		r.subsHash = hashNames(r.subs)
+		r.subsBytes = namesBytes(r.subs)
 	}
 	return r
 }

@@ -26,6 +26,11 @@ const (
 	// maxTypesPerStream bounds the types one stream keeps state for: the
 	// engine serves six, and istioctl asks for two debug types.
 	maxTypesPerStream = 32
+	// maxSubscribedBytes bounds the names one Delta stream subscribes to
+	// per type, in bytes (a SotW subscription is bounded by the request
+	// size, being sent whole): 20,000 EDS names of a large mesh are ~1.5
+	// MB.
+	maxSubscribedBytes = 16 << 20
 
 	// DefaultMaxNodeIDBytes is Limits.MaxNodeIDBytes' default. Istio's
 	// node ids ("sidecar~IP~POD.NS~NS.svc.cluster.local") stay under 700
@@ -81,6 +86,25 @@ func checkTypeURL(typeURL string) error {
 			clip(typeURL, 64), len(typeURL), maxTypeURLBytes)
 	}
 	return nil
+}
+
+// checkSubscribedBytes refuses a Delta subscription of more than
+// maxSubscribedBytes of names for one type.
+func checkSubscribedBytes(typeURL string, n int) error {
+	if n > maxSubscribedBytes {
+		return status.Errorf(codes.ResourceExhausted,
+			"subscription to %d bytes of %s resource names on one stream exceeds the server's limit of %d bytes per type", n, typeURL, maxSubscribedBytes)
+	}
+	return nil
+}
+
+// namesBytes is the total length of names.
+func namesBytes(names []string) int {
+	n := 0
+	for _, s := range names {
+		n += len(s)
+	}
+	return n
 }
 
 // errTooManyTypes ends a stream that asks for more types than

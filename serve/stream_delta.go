@@ -44,6 +44,7 @@ type deltaType struct {
 	nacked   bool     // the last response was rejected
 	subs     []string // explicit subscriptions, sorted, without "*" (shared)
 	subsHash uint64   // hashNames(subs)
+	subsLen  int      // namesBytes(subs)
 	held     *heldSet // what the proxy holds
 	nonce    uint64   // nonce of the last response
 	nackedAt uint64   // nonce of the last response rejected (each is counted once)
@@ -121,6 +122,13 @@ func (s *deltaStream) handleType(t *deltaType, req *discoveryv3.DeltaDiscoveryRe
 			if err := s.checkNames(typeURL, len(v)); err != nil {
 				return err
 			}
+			n := 0
+			for name := range v {
+				n += len(name)
+			}
+			if err := checkSubscribedBytes(typeURL, n); err != nil {
+				return err
+			}
 			m := make(map[string]uint64, len(v))
 			for name, version := range v {
 				m[name] = versionHash(version)
@@ -131,6 +139,9 @@ func (s *deltaStream) handleType(t *deltaType, req *discoveryv3.DeltaDiscoveryRe
 	}
 	sub, unsub := req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe()
 	if err := s.checkNames(typeURL, len(t.subs)+len(sub)); err != nil {
+		return err
+	}
+	if err := checkSubscribedBytes(typeURL, t.subsLen+namesBytes(sub)); err != nil {
 		return err
 	}
 	var added []string
@@ -245,7 +256,7 @@ func (s *deltaStream) resubscribe(t *deltaType, sub, unsub []string) (added []st
 	})
 	t.sub = r // kept shared while this stream holds it
 	if r.subs != nil {
-		t.subs, t.subsHash = r.subs, r.subsHash
+		t.subs, t.subsHash, t.subsLen = r.subs, r.subsHash, r.subsBytes
 	}
 	t.wildcard = r.wildcard
 	if len(r.dropped) > 0 {
