@@ -31,7 +31,8 @@
 // (Limits.MaxNodeIDBytes, 4 KiB) and the rest of the node (metadata,
 // Limits.MaxNodeMetadataBytes, 1 MiB) with InvalidArgument before the
 // backend sees them, type URLs (512 bytes) with InvalidArgument, types per
-// stream (32) with ResourceExhausted. A type the engine does not serve
+// stream (32) and a Delta subscription's names (16 MiB per type) with
+// ResourceExhausted. A type the engine does not serve
 // leaves nothing on the stream. Client strings quoted in logs, statuses and
 // the debug registry are clipped (clip); a NACK is logged, counted and
 // reported once per nonce.
