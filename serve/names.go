@@ -14,21 +14,22 @@ import (
 // be modified after.
 //
 // The table is weak (weak_table.go): a list no stream uses is collected
-// and its entry deleted. A new canonical copy is detached from the request
-// it came from (detachNames).
+// and its entry deleted. The canonical copy shares the strings of names,
+// which must not pin a request: SotW names are detached first
+// (detachNames), Delta names are allocated one by one by the decoder.
 func sharedNames(names []string) []string {
 	if len(names) < sharedNamesMin {
 		return names
 	}
 	h := hashNames(names)
 	p, n, loaded := nameLists.get(h, func() (*string, int) {
-		cp := detachNames(names)
+		cp := slices.Clone(names)
 		return &cp[0], len(cp)
 	})
 	if shared := unsafe.Slice(p, n); !loaded || slices.Equal(shared, names) {
 		return shared
 	}
-	return detachNames(names) // a digest collision: not shared
+	return names // a digest collision: not shared
 }
 
 const (

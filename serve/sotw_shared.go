@@ -49,9 +49,11 @@ func sortNames(names []string, raw uint64) (sorted []string, star bool, e *sorte
 	return e.sorted, e.star, e
 }
 
+// newSortedNames sorts a copy of names detached from their request; the
+// sorted list shares its strings.
 func newSortedNames(names []string) *sortedNames {
 	e := &sortedNames{raw: detachNames(names)}
-	e.sorted, e.star = sortNamesNow(names)
+	e.sorted, e.star = sortNamesNow(slices.Clone(e.raw))
 	e.sorted = sharedNames(e.sorted)
 	return e
 }
