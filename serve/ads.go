@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"github.com/puzpuzpuz/xsync/v4"
 	"io"
 	"log/slog"
 	"time"
@@ -81,7 +80,7 @@ type XDSServer struct {
 	metrics      XDSMetrics
 	controlPlane []byte // encoded ControlPlane, shared by every response
 	// bodies: SotW response bodies shared by streams (see sharedBody).
-	bodies *xsync.Map[bodyKey, []byte]
+	bodies *weakTable[bodyKey, byte]
 	// deltaTransitions: Delta responses shared by streams in the same
 	// state (see delta_transition.go).
 	deltaTransitions *deltaTransitions

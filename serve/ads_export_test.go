@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"time"
+
 	"google.golang.org/grpc/encoding"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
@@ -68,4 +70,10 @@ func (e *Encoder) encode(buf *[]byte) int {
 	n := bs.Len()
 	bs.Free()
 	return n
+}
+
+// SetHTTPTimeouts shortens s's connection timeouts (before Start), so a
+// test of slow clients runs in seconds; MaxHeaderBytes stays as served.
+func SetHTTPTimeouts(s *HTTPServer, readHeader, read, idle time.Duration) {
+	s.srv.ReadHeaderTimeout, s.srv.ReadTimeout, s.srv.IdleTimeout = readHeader, read, idle
 }

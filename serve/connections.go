@@ -52,13 +52,16 @@ type NodeMeta struct {
 	Generator    string `json:"GENERATOR,omitempty"`
 }
 
+// nodeMeta copies the fields debug output shows, clipped: a stream's entry
+// keeps a few short strings of its node, never the node.
 func nodeMeta(n *corev3.Node) NodeMeta {
 	f := n.GetMetadata().GetFields()
+	get := func(k string) string { return keepClipped(f[k].GetStringValue(), clipShort) }
 	return NodeMeta{
-		ClusterID:    f["CLUSTER_ID"].GetStringValue(),
-		Namespace:    f["NAMESPACE"].GetStringValue(),
-		IstioVersion: f["ISTIO_VERSION"].GetStringValue(),
-		Generator:    f["GENERATOR"].GetStringValue(),
+		ClusterID:    get("CLUSTER_ID"),
+		Namespace:    get("NAMESPACE"),
+		IstioVersion: get("ISTIO_VERSION"),
+		Generator:    get("GENERATOR"),
 	}
 }
 
@@ -199,7 +202,9 @@ func (c *connStatus) info() ConnInfo {
 	return out
 }
 
-// typeLocked returns typeURL's status, creating it. c.mu must be held.
+// typeLocked returns typeURL's status, creating it. c.mu must be held. The
+// stream keeps at most maxTypesPerStream xDS types (input_limits.go) and
+// checks debug types against it (debug_types.go).
 func (c *connStatus) typeLocked(typeURL string) *TypeStatus {
 	for _, t := range c.types {
 		if t.TypeURL == typeURL {
@@ -209,6 +214,16 @@ func (c *connStatus) typeLocked(typeURL string) *TypeStatus {
 	t := &TypeStatus{TypeURL: typeURL}
 	c.types = append(c.types, t)
 	return t
+}
+
+// hasTypeLocked reports whether typeURL has a status. c.mu must be held.
+func (c *connStatus) hasTypeLocked(typeURL string) bool {
+	for _, t := range c.types {
+		if t.TypeURL == typeURL {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *connStatus) markDebug() {
@@ -227,6 +242,10 @@ type trackedSession struct {
 }
 
 func (t *trackedSession) Generate(typeURL string, names []string, wildcard bool, dst []engine.Resource) ([]engine.Resource, error) {
+	res, err := t.Session.Generate(typeURL, names, wildcard, dst)
+	if err != nil {
+		return res, err // an unknown type is not recorded: it keeps nothing
+	}
 	t.st.mu.Lock()
 	s := t.st.typeLocked(typeURL)
 	// A push of a few changed endpoints (the fast path, respondPartial)
@@ -240,7 +259,7 @@ func (t *trackedSession) Generate(typeURL string, names []string, wildcard bool,
 		s.Names, s.Wildcard = names, wildcard
 	}
 	t.st.mu.Unlock()
-	return t.Session.Generate(typeURL, names, wildcard, dst)
+	return res, nil
 }
 
 // subsetOf reports whether every name of a is in the sorted list b.

@@ -41,6 +41,10 @@ func (c *conn) debugRequest(req *discoveryv3.DiscoveryRequest) error {
 	st := c.status
 	st.mu.Lock()
 	st.debug = true
+	if !st.hasTypeLocked(typeURL) && len(st.types) >= maxTypesPerStream {
+		st.mu.Unlock()
+		return errTooManyTypes // each type answered keeps its nonce (input_limits.go)
+	}
 	t := st.typeLocked(typeURL)
 	ack := t.SentNonce != "" && req.GetResponseNonce() == t.SentNonce
 	st.mu.Unlock()
@@ -51,7 +55,12 @@ func (c *conn) debugRequest(req *discoveryv3.DiscoveryRequest) error {
 	if c.srv.debug != nil {
 		var err error
 		if res, err = c.srv.debug(c.srv, typeURL, req.GetResourceNames()); err != nil {
-			c.log.Info("xds debug request failed", "type", typeURL, "names", req.GetResourceNames(), "err", err)
+			first := ""
+			if names := req.GetResourceNames(); len(names) > 0 {
+				first = clip(names[0], clipShort)
+			}
+			c.log.Info("xds debug request failed", "type", typeURL, "names", len(req.GetResourceNames()),
+				"first", first, "err", clip(err.Error(), clipMessage))
 			res = nil
 		}
 	} else {

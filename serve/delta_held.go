@@ -3,10 +3,8 @@ package serve
 import (
 	"maps"
 	"math/bits"
-	"weak"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/puzpuzpuz/xsync/v4"
 )
 
 // heldSet is what a Delta proxy holds of one type: name → versionHash, 0
@@ -40,35 +38,26 @@ func heldDigestOf(m map[string]uint64) uint64 {
 }
 
 // canonicalHeld returns the shared set equal to m, registering m (which the
-// caller must not modify afterwards) when there is none.
+// caller must not modify afterwards) when there is none. The table is weak
+// (weak_table.go): a set no stream holds is collected and its entry
+// deleted.
 func canonicalHeld(m map[string]uint64) *heldSet {
 	if len(m) == 0 {
 		return emptyHeld
 	}
 	d := heldDigestOf(m)
-	if p, ok := heldSets.Load(d); ok {
-		if h := p.Value(); h != nil && maps.Equal(h.m, m) {
-			return h
-		}
+	h, _, loaded := heldSets.get(d, func() (*heldSet, int) {
+		return &heldSet{m: m, digest: d}, 0
+	})
+	if loaded && !maps.Equal(h.m, m) {
+		return &heldSet{m: m, digest: d} // a digest collision: not shared
 	}
-	h := &heldSet{m: m, digest: d}
-	if heldSets.Size() >= heldSetsSweepAt {
-		heldSets.Range(func(k uint64, p weak.Pointer[heldSet]) bool {
-			if p.Value() == nil {
-				heldSets.Delete(k)
-			}
-			return true
-		})
-	}
-	heldSets.Store(d, weak.Make(h))
 	return h
 }
 
-// heldSets is the canonical table: weak, so a set no stream holds is
-// collected and its entry swept.
-var heldSets = xsync.NewMap[uint64, weak.Pointer[heldSet]]()
+var heldSets = newWeakTable[uint64, heldSet](maxHeldSets)
 
-const heldSetsSweepAt = 4096
+const maxHeldSets = 16384
 
 // without returns h less names (a proxy unsubscribed from them).
 func (h *heldSet) without(names []string) *heldSet {

@@ -2,10 +2,7 @@ package serve
 
 import (
 	"slices"
-	"sync/atomic"
 	"unsafe"
-
-	"github.com/puzpuzpuz/xsync/v4"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
 )
@@ -49,41 +46,31 @@ type respondResult struct {
 	removed      int      // removed_resources in body
 }
 
-// deltaTransitions caches transitions per XDSServer. Bounded by entries and body bytes: when either
-// limit is passed the table is dropped, as superseded transitions are
-// never asked for again.
+// deltaTransitions caches transitions per XDSServer. Both tables are weak
+// (weak_table.go): a stream holds the last transition it took and the last
+// subscription change it made per type (deltaType.tr, deltaType.sub), so a
+// transition stays shared while the streams of a class take it, and
+// superseded ones are collected once every stream has moved on.
 type deltaTransitions struct {
-	m     *xsync.Map[respondKey, *respondResult]
-	bytes atomic.Int64
-	subs  *xsync.Map[subscribeKey, *subscribeResult]
+	m    *weakTable[respondKey, respondResult]
+	subs *weakTable[subscribeKey, subscribeResult]
 }
 
-const (
-	maxTransitions     = 4096
-	maxTransitionBytes = 256 << 20
-)
+const maxTransitions = 16384
 
 func newDeltaTransitions() *deltaTransitions {
 	return &deltaTransitions{
-		m:    xsync.NewMap[respondKey, *respondResult](),
-		subs: xsync.NewMap[subscribeKey, *subscribeResult](),
+		m:    newWeakTable[respondKey, respondResult](maxTransitions),
+		subs: newWeakTable[subscribeKey, subscribeResult](maxTransitions),
 	}
 }
 
 // get returns the transition for k, computing it with compute on a miss
 // (one computation per key even when many streams ask at once).
 func (d *deltaTransitions) get(k respondKey, subs, only []string, compute func() *respondResult) *respondResult {
-	r, loaded := d.m.LoadOrCompute(k, func() (*respondResult, bool) {
-		return compute(), false
-	})
+	r, _, loaded := d.m.get(k, func() (*respondResult, int) { return compute(), 0 })
 	if loaded && (!sameNames(r.subs, subs) || !slices.Equal(r.only, only)) {
 		return compute() // a digest collision: never shared
-	}
-	if !loaded {
-		if d.bytes.Add(int64(len(r.body))) > maxTransitionBytes || d.m.Size() > maxTransitions {
-			d.m.Clear()
-			d.bytes.Store(0)
-		}
 	}
 	return r
 }
@@ -188,6 +175,7 @@ type subscribeResult struct {
 	from, sub, unsub []string // what it was computed from (verification)
 	subs             []string // the new subscriptions; nil: unchanged
 	subsHash         uint64
+	subsBytes        int // namesBytes(subs)
 	wildcard         bool
 	wildcardAdded    bool
 	wildcardDropped  bool
@@ -198,12 +186,9 @@ type subscribeResult struct {
 // subscription returns the subscription change for k, computing it on a
 // miss.
 func (d *deltaTransitions) subscription(k subscribeKey, from, sub, unsub []string, compute func() *subscribeResult) *subscribeResult {
-	r, loaded := d.subs.LoadOrCompute(k, func() (*subscribeResult, bool) { return compute(), false })
+	r, _, loaded := d.subs.get(k, func() (*subscribeResult, int) { return compute(), 0 })
 	if loaded && (!sameNames(r.from, from) || !slices.Equal(r.sub, sub) || !slices.Equal(r.unsub, unsub)) {
 		return compute()
-	}
-	if !loaded && d.subs.Size() > maxTransitions {
-		d.subs.Clear()
 	}
 	return r
 }
@@ -247,6 +232,7 @@ func computeSubscribe(from []string, wildcard bool, sub, unsub []string) *subscr
 		slices.Sort(names)
 		r.subs = sharedNames(names)
 		r.subsHash = hashNames(r.subs)
+		r.subsBytes = namesBytes(r.subs)
 	}
 	return r
 }

@@ -25,6 +25,27 @@
 // a stream; a generator panic ends only its stream; names per type and
 // streams per client IP are limited with ResourceExhausted errors.
 //
+// # Memory bounded by configuration, not by clients (input_limits.go, weak_table.go)
+//
+// What a client sends is bounded before anything of it is kept: node ids
+// (Limits.MaxNodeIDBytes, 4 KiB) and the rest of the node (metadata,
+// Limits.MaxNodeMetadataBytes, 1 MiB) with InvalidArgument before the
+// backend sees them, type URLs (512 bytes) with InvalidArgument, types per
+// stream (32) and a Delta subscription's names (16 MiB per type) with
+// ResourceExhausted. A type the engine does not serve
+// leaves nothing on the stream. Client strings quoted in logs, statuses and
+// the debug registry are clipped (clip); a NACK is logged, counted and
+// reported once per nonce.
+//
+// Every table shared across streams (response bodies, name lists, sorted
+// and added EDS lists, Delta held sets and transitions) maps keys to weak
+// references: the streams hold what they last used per type, so a value
+// stays shared while the streams of a class take it, and is collected, its
+// entry deleted, once none holds it. The tables hold no bytes of their own
+// and at most 16,384 entries each; superseded versions and anything a
+// departed client made go at the next GC. Names a stream keeps are copied
+// out of the request they came in.
+//
 // # Debug registry (connections.go, debug_types.go)
 //
 // Every stream is registered while it lives. Its session is wrapped so that

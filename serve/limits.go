@@ -46,7 +46,8 @@ import (
 //     (pilot_xds_push_errors, reason "panic"); the server and every other
 //     stream go on.
 //   - Limits with clear errors: subscribed names per type on a stream and
-//     streams per client IP (ResourceExhausted).
+//     streams per client IP (ResourceExhausted); the size of a node's id
+//     and metadata, and of type URLs (InvalidArgument, input_limits.go).
 
 // stalledSendAfter is how long a write may block before its stream gives its
 // work slot back. Writes to a reading proxy return at once (gRPC queues the
@@ -77,19 +78,32 @@ type Limits struct {
 	// MaxStreamsPerClient limits the streams open at once from one client IP.
 	// 0: no limit.
 	MaxStreamsPerClient int
+	// MaxNodeIDBytes limits the node id of a stream's first request; a
+	// longer one ends the stream with InvalidArgument. 0:
+	// DefaultMaxNodeIDBytes. Negative: no limit.
+	MaxNodeIDBytes int
+	// MaxNodeMetadataBytes limits the encoded size of the rest of that node
+	// (its metadata, where istio-agent puts the pod's labels and
+	// annotations, and locality, extensions, ...); a larger one ends the
+	// stream with InvalidArgument. 0: DefaultMaxNodeMetadataBytes.
+	// Negative: no limit.
+	MaxNodeMetadataBytes int
 }
 
 // limitState is the XDSServer's part for Limits.
 type limitState struct {
 	sendTimeout time.Duration
 	maxNames    int
+	maxNodeID   int            // 0: no limit
+	maxNodeMeta int            // 0: no limit
 	admit       *admission     // nil: no admission limit
 	streams     *atomic.Uint64 // connect sequence numbers (conn.seq)
 	clients     *clientCounter // nil: no per-client limit
 }
 
 func newLimitState(l Limits) limitState {
-	st := limitState{sendTimeout: l.SendTimeout, maxNames: l.MaxSubscribedNames, streams: new(atomic.Uint64)}
+	st := limitState{sendTimeout: l.SendTimeout, maxNames: l.MaxSubscribedNames, streams: new(atomic.Uint64),
+		maxNodeID: orDefault(l.MaxNodeIDBytes, DefaultMaxNodeIDBytes), maxNodeMeta: orDefault(l.MaxNodeMetadataBytes, DefaultMaxNodeMetadataBytes)}
 	n := l.RequestConcurrency
 	if n == 0 {
 		n = defaultRequestConcurrency()
@@ -101,6 +115,18 @@ func newLimitState(l Limits) limitState {
 		st.clients = &clientCounter{limit: l.MaxStreamsPerClient, n: map[string]int{}}
 	}
 	return st
+}
+
+// orDefault maps a limit's setting to its value: 0 is def, negative is no
+// limit (0).
+func orDefault(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // holdPush records that the pusher received a push signal, which holds

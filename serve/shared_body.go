@@ -1,7 +1,7 @@
 package serve
 
 import (
-	"github.com/puzpuzpuz/xsync/v4"
+	"unsafe"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
 )
@@ -14,21 +14,19 @@ import (
 // resources themselves: h.version for a full set, another digest when the
 // response carries part of the set its version names (the added clusters
 // of an EDS subscription change). The returned slice must not be modified.
+//
+// The table is weak (weak_table.go): a body lives while a stream holds it
+// as the last it sent of its type (sotwType.body) or gRPC is writing it.
+// Once every stream has been sent a newer version, the superseded body is
+// collected: under config churn the table keeps the bodies in use, not the
+// last thousands.
 func (s *XDSServer) sharedBodyOf(h *wireHeader, content uint64, res []engine.Resource) []byte {
-	bodies := s.bodies
 	k := bodyKey{typeURL: h.typeURL, version: h.version, content: content}
-	if b, ok := bodies.Load(k); ok {
-		return b
-	}
-	body := appendSotWBody(make([]byte, 0, sizeDiscoveryResponse(h, res)), h, res)
-	if bodies.Size() >= maxBodies {
-		// Bodies of superseded versions are never asked for again; a full
-		// table is dropped rather than tracked (streams keep theirs alive
-		// while sending).
-		bodies.Clear()
-	}
-	bodies.Store(k, body)
-	return body
+	p, n, _ := s.bodies.get(k, func() (*byte, int) {
+		body := appendSotWBody(make([]byte, 0, max(sizeDiscoveryResponse(h, res), minSharedBody)), h, res)
+		return &body[0], len(body)
+	})
+	return unsafe.Slice(p, n)
 }
 
 type bodyKey struct {
@@ -37,12 +35,17 @@ type bodyKey struct {
 	content uint64 // digest of the resources (= version for full sets)
 }
 
-// maxBodies bounds the table: it holds a few versions per type per class.
-const maxBodies = 4096
+// maxBodies bounds the table's entries: a few live versions per type per
+// class. The bodies themselves belong to the streams that hold them.
+const maxBodies = 16384
+
+// minSharedBody keeps a body out of the runtime's tiny allocator, which
+// may batch it with other objects and so never let it be collected.
+const minSharedBody = 32
 
 // newBodies returns an XDSServer's body table (per server: the body carries
 // the server's control_plane identifier).
-func newBodies() *xsync.Map[bodyKey, []byte] { return xsync.NewMap[bodyKey, []byte]() }
+func newBodies() *weakTable[bodyKey, byte] { return newWeakTable[bodyKey, byte](maxBodies) }
 
 // appendSotWBody appends a DiscoveryResponse without the nonce field.
 func appendSotWBody(dst []byte, h *wireHeader, res []engine.Resource) []byte {

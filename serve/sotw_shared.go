@@ -4,8 +4,6 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/puzpuzpuz/xsync/v4"
-
 	"github.com/pilotfish-mesh/pilotfish/engine"
 )
 
@@ -21,34 +19,43 @@ type sortedKey struct {
 	n   int
 }
 
-// sortedNames is a request's names sorted, unique and without "*".
+// sortedNames is a request's names sorted, unique and without "*". A
+// stream holds the entry of its current subscription (sotwType.sorted):
+// the table is weak (weak_table.go).
 type sortedNames struct {
-	raw    []string // as sent (verification)
+	raw    []string // as sent (verification), detached from the request
 	sorted []string // shared (sharedNames)
 	star   bool     // "*" was among them
 }
 
-var sortedLists = xsync.NewMap[sortedKey, *sortedNames]()
+var sortedLists = newWeakTable[sortedKey, sortedNames](maxSharedLists)
 
 // sortNames returns names (the request's own slice, which it may reorder)
 // sorted, compacted and without "*", and whether "*" was there. Lists of
-// sharedNamesMin names or more are looked up by their digest raw.
-func sortNames(names []string, raw uint64) (sorted []string, star bool) {
+// sharedNamesMin names or more are looked up by their digest raw; e is then
+// their shared entry, which the caller keeps while it uses sorted.
+func sortNames(names []string, raw uint64) (sorted []string, star bool, e *sortedNames) {
 	if len(names) < sharedNamesMin {
-		return sortNamesNow(names)
+		sorted, star = sortNamesNow(names)
+		return sorted, star, nil
 	}
 	k := sortedKey{raw: raw, n: len(names)}
-	if e, ok := sortedLists.Load(k); ok && slices.Equal(e.raw, names) {
-		return e.sorted, e.star
+	e, _, loaded := sortedLists.get(k, func() (*sortedNames, int) {
+		return newSortedNames(names), 0
+	})
+	if loaded && !slices.Equal(e.raw, names) {
+		e = newSortedNames(names) // a digest collision: not shared
 	}
-	e := &sortedNames{raw: slices.Clone(names)}
-	e.sorted, e.star = sortNamesNow(names)
+	return e.sorted, e.star, e
+}
+
+// newSortedNames sorts a copy of names detached from their request; the
+// sorted list shares its strings.
+func newSortedNames(names []string) *sortedNames {
+	e := &sortedNames{raw: detachNames(names)}
+	e.sorted, e.star = sortNamesNow(slices.Clone(e.raw))
 	e.sorted = sharedNames(e.sorted)
-	if sortedLists.Size() >= maxSharedLists {
-		sortedLists.Clear()
-	}
-	sortedLists.Store(k, e)
-	return e.sorted, e.star
+	return e
 }
 
 func sortNamesNow(names []string) ([]string, bool) {
@@ -73,22 +80,26 @@ type addedKey struct {
 	nres          int
 }
 
-var addedSets = xsync.NewMap[addedKey, []engine.Resource]()
+// addedSet is the resources a subscription change adds. A stream holds the
+// last one it sent (sotwType.added): the table is weak.
+type addedSet struct {
+	res []engine.Resource
+}
+
+var addedSets = newWeakTable[addedKey, addedSet](maxSharedLists)
 
 // addedResources returns the resources of res whose names are not in
-// before (sorted). The result is shared: never modify it.
-func addedResources(before, after []string, res []engine.Resource, digest uint64) []engine.Resource {
+// before (sorted), in a set the caller keeps while it uses them. The
+// result is shared: never modify it.
+func addedResources(before, after []string, res []engine.Resource, digest uint64) *addedSet {
 	if len(before) < sharedNamesMin || len(after) < sharedNamesMin {
-		return addedNow(before, res) // not shared lists: no identity to key on
+		return &addedSet{res: addedNow(before, res)} // not shared lists: no identity to key on
 	}
 	k := addedKey{before: unsafe.SliceData(before), after: unsafe.SliceData(after), nb: len(before), na: len(after), res: digest, nres: len(res)}
-	added, loaded := addedSets.LoadOrCompute(k, func() ([]engine.Resource, bool) {
-		return addedNow(before, res), false
+	a, _, _ := addedSets.get(k, func() (*addedSet, int) {
+		return &addedSet{res: addedNow(before, res)}, 0
 	})
-	if !loaded && addedSets.Size() > maxSharedLists {
-		addedSets.Clear()
-	}
-	return added
+	return a
 }
 
 func addedNow(before []string, res []engine.Resource) []engine.Resource {
@@ -101,5 +112,5 @@ func addedNow(before []string, res []engine.Resource) []engine.Resource {
 	return added
 }
 
-// maxSharedLists bounds both tables: a few entries per class per change.
-const maxSharedLists = 1024
+// maxSharedLists bounds the entries of both tables.
+const maxSharedLists = 16384

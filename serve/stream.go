@@ -225,30 +225,34 @@ type conn struct {
 
 // open validates the first request's node and connects the proxy.
 func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*conn, error) {
-	if node == nil || node.GetId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "the first request of a stream must carry a node with an id")
-	}
 	ctx := ss.Context()
 	addr := ""
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		addr = p.Addr.String()
 	}
+	if err := s.checkNode(node); err != nil { // input_limits.go
+		s.log.Warn("xds stream refused", "node", clip(node.GetId(), clipShort), "peer", addr, "err", clip(err.Error(), clipMessage))
+		return nil, err
+	}
 	if err := s.clients.enter(addr); err != nil { // limits.go
-		s.log.Warn("xds stream refused", "node", node.GetId(), "peer", addr, "err", err)
+		s.log.Warn("xds stream refused", "node", clip(node.GetId(), clipShort), "peer", addr, "err", err)
 		return nil, err
 	}
 	sess, err := s.backend.Connect(ctx, node, addr)
 	if err != nil {
 		s.clients.leave(addr)
-		s.log.Warn("xds connect rejected", "node", node.GetId(), "peer", addr, "err", err)
+		// The backend's error may quote the node: clipped, in the log and
+		// in the status.
+		msg := clip(err.Error(), clipMessage)
+		s.log.Warn("xds connect rejected", "node", clip(node.GetId(), clipShort), "peer", addr, "err", msg)
 		if st, ok := status.FromError(err); ok {
-			return nil, st.Err()
+			return nil, status.Error(st.Code(), clip(st.Message(), clipMessage))
 		}
 		code := codes.Unavailable
 		if errors.Is(err, engine.ErrBadNode) {
 			code = codes.InvalidArgument
 		}
-		return nil, status.Errorf(code, "connect %s: %v", node.GetId(), err)
+		return nil, status.Errorf(code, "connect %s: %s", clip(node.GetId(), clipShort), msg)
 	}
 	c := &conn{
 		srv:      s,
@@ -299,12 +303,13 @@ func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []en
 	c.scratch = res[:0]
 	switch {
 	case errors.Is(err, engine.ErrUnknownType):
-		c.log.Debug("xds request for a type the engine does not serve", "type", typeURL)
+		c.log.Debug("xds request for a type the engine does not serve", "type", clip(typeURL, clipShort))
 		return nil, false, nil
 	case err != nil:
 		c.srv.metrics.PushError(typeURL, c.failReason("generate"))
-		c.log.Error("xds generate failed", "type", typeURL, "err", err)
-		return nil, false, status.Errorf(codes.Internal, "generate %s: %v", typeURL, err)
+		msg := clip(err.Error(), clipMessage)
+		c.log.Error("xds generate failed", "type", typeURL, "err", msg)
+		return nil, false, status.Errorf(codes.Internal, "generate %s: %s", typeURL, msg)
 	}
 	if typeURL == engine.TypeSecret && !c.credentialsAllowed() {
 		return res[:0], true, nil // answered, with no credential
@@ -354,6 +359,20 @@ func (c *conn) pushTime(typeURL string) {
 func versionString(v uint64) string {
 	var b [versionLen]byte
 	return string(appendHex(b[:0], v))
+}
+
+// versionIs reports whether s is versionString(v), without allocating.
+func versionIs(s string, v uint64) bool {
+	if len(s) != versionLen {
+		return false
+	}
+	const digits = "0123456789abcdef"
+	for i := range versionLen {
+		if s[i] != digits[(v>>uint(60-4*i))&0xf] {
+			return false
+		}
+	}
+	return true
 }
 
 // nonceIs reports whether s is the decimal form of n, without allocating.

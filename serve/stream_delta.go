@@ -32,17 +32,28 @@ import (
 // deltaType is one type URL's state on a Delta stream. Both sets are
 // shared and immutable: a change replaces them (see delta_held.go and
 // delta_transition.go), so a connected proxy costs a few pointers per type.
+//
+// A type's state is kept only once the engine served it: a type it does not
+// serve is left unanswered (as istiod does) and leaves nothing on the
+// stream.
 type deltaType struct {
 	typeURL  string
 	wildcard bool
 	started  bool     // the first request was handled
-	unknown  bool     // the engine does not serve this type
+	unknown  bool     // the engine does not serve this type (the first request learns it)
 	nacked   bool     // the last response was rejected
 	subs     []string // explicit subscriptions, sorted, without "*" (shared)
 	subsHash uint64   // hashNames(subs)
+	subsLen  int      // namesBytes(subs)
 	held     *heldSet // what the proxy holds
 	nonce    uint64   // nonce of the last response
+	nackedAt uint64   // nonce of the last response rejected (each is counted once)
 	version  uint64   // system_version_info of the last response
+	// The last transition and subscription change the stream took: held so
+	// that the tables sharing them keep them while the streams of a class
+	// take them (delta_transition.go).
+	tr  *respondResult
+	sub *subscribeResult
 }
 
 // subscribed reports whether name is an explicit subscription.
@@ -69,13 +80,33 @@ func (s *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
 		s.log.Debug("xds request without type_url ignored")
 		return nil
 	}
-	t := s.state(typeURL)
+	if err := checkTypeURL(typeURL); err != nil { // input_limits.go
+		return err
+	}
+	t := s.lookup(typeURL)
+	if t == nil {
+		if len(s.types) >= maxTypesPerStream {
+			return errTooManyTypes
+		}
+		t = &deltaType{typeURL: typeURL, held: emptyHeld, subsHash: hashNames(nil)}
+		if err := s.handleType(t, req); err != nil || t.unknown {
+			return err // an unknown type keeps nothing
+		}
+		s.insert(t)
+		return nil
+	}
+	return s.handleType(t, req)
+}
+
+// handleType handles a request for t's type.
+func (s *deltaStream) handleType(t *deltaType, req *discoveryv3.DeltaDiscoveryRequest) error {
+	typeURL := t.typeURL
 	if nonce := req.GetResponseNonce(); nonce != "" {
 		switch {
 		case t.nonce == 0 || !nonceIs(nonce, t.nonce):
 			// Stale: its ACK or NACK is outdated, but its subscription
 			// changes below still apply.
-			s.log.Debug("xds stale nonce", "type", typeURL, "nonce", nonce)
+			s.log.Debug("xds stale nonce", "type", typeURL, "nonce", clip(nonce, clipShort))
 		case req.GetErrorDetail() != nil:
 			s.nack(t, req.GetErrorDetail().GetMessage())
 		default:
@@ -88,6 +119,16 @@ func (s *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
 	t.started = true
 	if first {
 		if v := req.GetInitialResourceVersions(); len(v) > 0 {
+			if err := s.checkNames(typeURL, len(v)); err != nil {
+				return err
+			}
+			n := 0
+			for name := range v {
+				n += len(name)
+			}
+			if err := checkSubscribedBytes(typeURL, n); err != nil {
+				return err
+			}
 			m := make(map[string]uint64, len(v))
 			for name, version := range v {
 				m[name] = versionHash(version)
@@ -98,6 +139,9 @@ func (s *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
 	}
 	sub, unsub := req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe()
 	if err := s.checkNames(typeURL, len(t.subs)+len(sub)); err != nil {
+		return err
+	}
+	if err := checkSubscribedBytes(typeURL, t.subsLen+namesBytes(sub)); err != nil {
 		return err
 	}
 	var added []string
@@ -158,7 +202,7 @@ func (s *deltaStream) respond(t *deltaType, only []string, always bool) error {
 		wildcard = t.wildcard
 	}
 	var res []engine.Resource
-	if wildcard || len(names) > 0 {
+	if wildcard || len(names) > 0 || always { // the first response also learns whether the type is served
 		var ok bool
 		var err error
 		if res, ok, err = s.generate(t.typeURL, names, wildcard); !ok {
@@ -177,6 +221,7 @@ func (s *deltaStream) respond(t *deltaType, only []string, always bool) error {
 		return computeRespond(t.typeURL, t.held, t.subs, only, res, always)
 	})
 	s.releaseScratch() // res is no longer needed: an idle stream holds no resource list
+	t.tr = tr          // kept shared while this stream holds it
 	if tr.body == nil {
 		return nil
 	}
@@ -209,8 +254,9 @@ func (s *deltaStream) resubscribe(t *deltaType, sub, unsub []string) (added []st
 	r := s.srv.deltaTransitions.subscription(k, t.subs, sub, unsub, func() *subscribeResult {
 		return computeSubscribe(t.subs, t.wildcard, sub, unsub)
 	})
+	t.sub = r // kept shared while this stream holds it
 	if r.subs != nil {
-		t.subs, t.subsHash = r.subs, r.subsHash
+		t.subs, t.subsHash, t.subsLen = r.subs, r.subsHash, r.subsBytes
 	}
 	t.wildcard = r.wildcard
 	if len(r.dropped) > 0 {
@@ -222,27 +268,38 @@ func (s *deltaStream) resubscribe(t *deltaType, sub, unsub []string) (added []st
 	return r.added, r.wildcardAdded
 }
 
+// nack records a rejection of the last response: logged, counted and
+// reported once per nonce, however often the proxy repeats it.
 func (s *deltaStream) nack(t *deltaType, msg string) {
-	t.nacked = true
+	if t.nacked && t.nackedAt == t.nonce {
+		s.log.Debug("xds repeated rejection ignored", "type", t.typeURL, "nonce", t.nonce)
+		return
+	}
+	t.nacked, t.nackedAt = true, t.nonce
 	version := versionString(t.version)
+	msg = keepClipped(msg, clipMessage)
 	s.srv.metrics.Rejected(t.typeURL)
-	s.log.Warn("xds config rejected", "type", t.typeURL, "version", version, "err", msg)
+	s.log.Warn("xds config rejected", "type", t.typeURL, "version", version, "nonce", t.nonce, "err", msg)
 	s.sess.Nacked(t.typeURL, version, msg)
 }
 
-// state returns t's state, creating it in push order on first use.
-func (s *deltaStream) state(typeURL string) *deltaType {
+// lookup returns typeURL's state, nil before its first request was
+// answered.
+func (s *deltaStream) lookup(typeURL string) *deltaType {
 	for _, t := range s.types {
 		if t.typeURL == typeURL {
 			return t
 		}
 	}
-	t := &deltaType{typeURL: typeURL, held: emptyHeld, subsHash: hashNames(nil)}
-	r := typeRank(typeURL)
+	return nil
+}
+
+// insert adds t to the stream's types in push order.
+func (s *deltaStream) insert(t *deltaType) {
+	r := typeRank(t.typeURL)
 	i := 0
 	for i < len(s.types) && typeRank(s.types[i].typeURL) <= r {
 		i++
 	}
 	s.types = slices.Insert(s.types, i, t)
-	return t
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,20 @@ func FuzzADSRequests(f *testing.F) {
 		&discoveryv3.DeltaDiscoveryRequest{TypeUrl: engine.TypeRoute, ResponseNonce: "3", ErrorDetail: &rpcstatus.Status{}},
 	)
 	seed(false, &discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeCluster}) // no node
+	// Unknown, debug and over-long type URLs, repeated NACKs (issue 21).
+	seed(false,
+		&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: "type.googleapis.com/unknown.Type"},
+		&discoveryv3.DiscoveryRequest{TypeUrl: "istio.io/debug/unknown"},
+		&discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeCluster},
+		&discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeCluster, ResponseNonce: "1", ErrorDetail: &rpcstatus.Status{Message: "no"}},
+		&discoveryv3.DiscoveryRequest{TypeUrl: engine.TypeCluster, ResponseNonce: "1", ErrorDetail: &rpcstatus.Status{Message: "no"}},
+		&discoveryv3.DiscoveryRequest{TypeUrl: "type.googleapis.com/" + strings.Repeat("x", 600)},
+	)
+	seed(true,
+		&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: "type.googleapis.com/unknown.Type"},
+		&discoveryv3.DeltaDiscoveryRequest{TypeUrl: "type.googleapis.com/unknown.Type", ResponseNonce: "1"},
+		&discoveryv3.DeltaDiscoveryRequest{TypeUrl: engine.TypeCluster},
+	)
 
 	b := newTestBackend()
 	meshFixture(f, b)

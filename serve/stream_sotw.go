@@ -32,7 +32,9 @@ import (
 // Per type the stream keeps the subscribed names and three integers; it never
 // keeps per-resource versions, since the set digest decides "changed".
 
-// sotwType is one type URL's state on a SotW stream.
+// sotwType is one type URL's state on a SotW stream. A type's state is
+// kept only once a response of it was sent: a type the engine does not
+// serve leaves nothing on the stream.
 type sotwType struct {
 	typeURL  string
 	names    []string // explicit subscriptions, sorted, unique, without "*"
@@ -40,8 +42,10 @@ type sotwType struct {
 	named    bool   // names were sent once: no more legacy wildcard
 	sent     bool   // a response went out for this type
 	nacked   bool   // the last response was rejected
-	digest   uint64 // version_info of the last response
+	digest   uint64 // the set the proxy holds once it accepts the last response
+	version  uint64 // version_info of the last response
 	nonce    uint64 // nonce of the last response
+	nackedAt uint64 // nonce of the last response rejected (each is counted once)
 	partial  bool   // the last response was a partial EDS update
 	// rawNames is a digest of the last request's resource_names as sent:
 	// Envoy repeats its whole subscription in every ACK (a thousand names
@@ -49,6 +53,12 @@ type sotwType struct {
 	// sorting it.
 	rawNames uint64
 	rawSeen  bool
+	// What the stream holds so that the tables sharing them among streams
+	// keep them (weak_table.go): the last body sent, the sorted entry of
+	// the subscription, the last added set.
+	body   []byte
+	sorted *sortedNames
+	added  *addedSet
 }
 
 // sotwStream is the SotW protocol of one stream.
@@ -67,16 +77,38 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 		s.log.Debug("xds request without type_url ignored")
 		return nil
 	}
+	if err := checkTypeURL(typeURL); err != nil { // input_limits.go
+		return err
+	}
 	if isDebugType(typeURL) {
 		return s.debugRequest(req) // debug_types.go
 	}
 	if err := s.checkNames(typeURL, len(req.GetResourceNames())); err != nil {
 		return err
 	}
-	t := s.state(typeURL)
-	if t.sent && req.GetResponseNonce() != "" {
+	t := s.lookup(typeURL)
+	if t == nil {
+		// The first request of the type. Its state is kept only once the
+		// engine answered it: an unknown type (left unanswered, as istiod
+		// does) keeps nothing, so a flood of them costs no memory.
+		if len(s.types) >= maxTypesPerStream {
+			return errTooManyTypes
+		}
+		if req.GetErrorDetail() != nil {
+			s.log.Debug("xds initial request carries a rejection", "type", typeURL,
+				"err", clip(req.GetErrorDetail().GetMessage(), clipShort))
+		}
+		t = &sotwType{typeURL: typeURL}
+		t.setNames(req.GetResourceNames())
+		if err := s.respond(t, true); err != nil || !t.sent {
+			return err
+		}
+		s.insert(t)
+		return nil
+	}
+	if req.GetResponseNonce() != "" {
 		if !nonceIs(req.GetResponseNonce(), t.nonce) {
-			s.log.Debug("xds stale request ignored", "type", typeURL, "nonce", req.GetResponseNonce())
+			s.log.Debug("xds stale request ignored", "type", typeURL, "nonce", clip(req.GetResponseNonce(), clipShort))
 			return nil
 		}
 		if req.GetErrorDetail() != nil {
@@ -85,7 +117,13 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 		}
 		wasNacked := t.nacked
 		t.nacked = false
-		s.sess.Acked(typeURL, req.GetVersionInfo())
+		// The version the proxy accepted is the one sent with this nonce:
+		// a request's version_info that says otherwise is not kept.
+		version := req.GetVersionInfo() // the decoder's own copy
+		if !versionIs(version, t.version) {
+			version = versionString(t.version)
+		}
+		s.sess.Acked(typeURL, version)
 		before := t.names
 		if !t.setNames(req.GetResourceNames()) {
 			return nil
@@ -97,7 +135,8 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 	}
 	if req.GetErrorDetail() != nil {
 		// A reconnecting proxy reporting a rejection by another server.
-		s.log.Debug("xds initial request carries a rejection", "type", typeURL, "err", req.GetErrorDetail().GetMessage())
+		s.log.Debug("xds request without nonce carries a rejection", "type", typeURL,
+			"err", clip(req.GetErrorDetail().GetMessage(), clipShort))
 	}
 	t.setNames(req.GetResourceNames())
 	return s.respond(t, true)
@@ -131,7 +170,7 @@ func (s *sotwStream) push(p engine.Push) error {
 // rejected).
 func (s *sotwStream) respond(t *sotwType, force bool) error {
 	var res []engine.Resource
-	if t.wildcard || len(t.names) > 0 {
+	if t.wildcard || len(t.names) > 0 || !t.sent { // the first response also learns whether the type is served
 		var ok bool
 		var err error
 		if res, ok, err = s.generate(t.typeURL, t.names, t.wildcard); !ok {
@@ -148,7 +187,7 @@ func (s *sotwStream) respond(t *sotwType, force bool) error {
 	if err != nil {
 		return err
 	}
-	t.sent, t.digest, t.nonce, t.partial = true, d, nonce, false
+	t.sent, t.digest, t.version, t.nonce, t.partial = true, d, d, nonce, false
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		s.log.Debug("xds response sent", "type", t.typeURL, "resources", n,
 			"version", versionString(d), "nonce", nonce)
@@ -165,6 +204,7 @@ func (s *sotwStream) respond(t *sotwType, force bool) error {
 func (s *sotwStream) sendResponse(t *sotwType, version, content uint64, res []engine.Resource) (nonce uint64, err error) {
 	h := wireHeader{version: version, nonce: s.nextNonce(), typeURL: t.typeURL, controlPlane: s.srv.controlPlane}
 	body := s.srv.sharedBodyOf(&h, content, res)
+	t.body = body // kept shared while this stream holds it (shared_body.go)
 	buf := getBuf(sizeField(fieldRespNonce, decimalLen(h.nonce)))
 	var scratch [20]byte
 	*buf = appendField(*buf, fieldRespNonce, appendDecimal(scratch[:0], h.nonce))
@@ -189,7 +229,7 @@ func (s *sotwStream) respondPartial(t *sotwType, names []string) error {
 	if err != nil {
 		return err
 	}
-	t.sent, t.digest, t.nonce, t.partial = true, d, nonce, true
+	t.sent, t.digest, t.version, t.nonce, t.partial = true, d, d, nonce, true
 	return nil
 }
 
@@ -206,17 +246,18 @@ func (s *sotwStream) respondAdded(t *sotwType, before []string) error {
 		return err
 	}
 	d := setDigest(res)
-	added := addedResources(before, t.names, res, d)
-	if len(added) == 0 {
+	a := addedResources(before, t.names, res, d)
+	t.added = a // kept shared while this stream holds it (sotw_shared.go)
+	if len(a.res) == 0 {
 		s.releaseScratch()
 		t.digest = d
 		return nil
 	}
-	nonce, err := s.sendResponse(t, d, setDigest(added)^addedTag, added)
+	nonce, err := s.sendResponse(t, d, setDigest(a.res)^addedTag, a.res)
 	if err != nil {
 		return err
 	}
-	t.digest, t.nonce = d, nonce
+	t.digest, t.version, t.nonce = d, d, nonce
 	return nil
 }
 
@@ -237,30 +278,39 @@ func subscribedOf(subs, changed []string) []string {
 	return out
 }
 
+// nack records a rejection of the last response: logged, counted and
+// reported once per nonce, however often the proxy repeats it.
 func (s *sotwStream) nack(t *sotwType, req *discoveryv3.DiscoveryRequest) {
-	t.nacked = true
-	version := versionString(t.digest)
-	msg := req.GetErrorDetail().GetMessage()
+	if t.nacked && t.nackedAt == t.nonce {
+		s.log.Debug("xds repeated rejection ignored", "type", t.typeURL, "nonce", t.nonce)
+		return
+	}
+	t.nacked, t.nackedAt = true, t.nonce
+	version := versionString(t.version)
+	msg := keepClipped(req.GetErrorDetail().GetMessage(), clipMessage)
 	s.srv.metrics.Rejected(t.typeURL)
-	s.log.Warn("xds config rejected", "type", t.typeURL, "version", version, "err", msg)
+	s.log.Warn("xds config rejected", "type", t.typeURL, "version", version, "nonce", t.nonce, "err", msg)
 	s.sess.Nacked(t.typeURL, version, msg)
 }
 
-// state returns t's state, creating it in push order on first use.
-func (s *sotwStream) state(typeURL string) *sotwType {
+// lookup returns typeURL's state, nil before its first response.
+func (s *sotwStream) lookup(typeURL string) *sotwType {
 	for _, t := range s.types {
 		if t.typeURL == typeURL {
 			return t
 		}
 	}
-	t := &sotwType{typeURL: typeURL}
-	r := typeRank(typeURL)
+	return nil
+}
+
+// insert adds t to the stream's types in push order.
+func (s *sotwStream) insert(t *sotwType) {
+	r := typeRank(t.typeURL)
 	i := 0
 	for i < len(s.types) && typeRank(s.types[i].typeURL) <= r {
 		i++
 	}
 	s.types = slices.Insert(s.types, i, t)
-	return t
 }
 
 // setNames applies a request's resource_names and reports whether the
@@ -279,15 +329,21 @@ func (t *sotwType) setNames(names []string) bool {
 	if len(names) > 0 {
 		t.named = true
 	}
-	names, star := sortNames(names, raw)
+	names, star, entry := sortNames(names, raw)
 	wildcard = wildcard || star
 	changed := wildcard != t.wildcard || !sameNames(names, t.names)
-	if changed {
-		names = sharedNames(names)
-	} else {
+	switch {
+	case !changed:
 		names = t.names
+	case len(names) < sharedNamesMin:
+		names = detachNames(names) // the request's substrings: do not pin it
+	default:
+		names = sharedNames(names)
 	}
 	t.wildcard, t.names = wildcard, names
+	if entry != nil || changed {
+		t.sorted = entry // kept shared while this stream holds it (sotw_shared.go)
+	}
 	return changed
 }
 

@@ -10,20 +10,24 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
-// limitOptions are serve's resilience flags: gRPC keepalive and message
-// size, and the xDS server's send timeout, admission and limits
-// (serve.Limits). Zero values mean gRPC's and serve's defaults, so tests may
-// leave them unset.
+// limitOptions are serve's resilience flags: gRPC keepalive, handshake
+// timeout, message size and streams per connection, and the xDS server's
+// send timeout, admission and limits (serve.Limits). Zero values mean
+// gRPC's and serve's defaults, so tests may leave them unset.
 type limitOptions struct {
-	sendTimeout        time.Duration
-	requestConcurrency int
-	maxNames           int
-	maxStreamsPerIP    int
-	maxRecvMsgSize     int
-	keepaliveInterval  time.Duration
-	keepaliveTimeout   time.Duration
-	maxConnAge         time.Duration
-	maxConnAgeGrace    time.Duration
+	sendTimeout          time.Duration
+	requestConcurrency   int
+	maxNames             int
+	maxStreamsPerIP      int
+	maxNodeIDBytes       int // 0: serve's default; negative: no limit
+	maxNodeMetadataBytes int // 0: serve's default; negative: no limit
+	maxRecvMsgSize       int
+	maxConcurrentStreams int           // 0: gRPC's default (no limit)
+	handshakeTimeout     time.Duration // 0: gRPC's default (120s)
+	keepaliveInterval    time.Duration
+	keepaliveTimeout     time.Duration
+	maxConnAge           time.Duration
+	maxConnAgeGrace      time.Duration
 }
 
 func addLimitFlags(f *pflag.FlagSet, o *limitOptions) {
@@ -35,8 +39,16 @@ func addLimitFlags(f *pflag.FlagSet, o *limitOptions) {
 		"the most resource names one xDS stream may subscribe to per type; more ends the stream with RESOURCE_EXHAUSTED (0: no limit)")
 	f.IntVar(&o.maxStreamsPerIP, "xds-max-streams-per-client", 0,
 		"the most xDS streams open at once from one client IP; more are refused with RESOURCE_EXHAUSTED (0: no limit)")
+	f.IntVar(&o.maxNodeIDBytes, "xds-max-node-id-bytes", serve.DefaultMaxNodeIDBytes,
+		"the longest node id an xDS stream's first request may carry; longer ones end the stream with INVALID_ARGUMENT (Istio's node ids stay under 700 bytes; negative: no limit)")
+	f.IntVar(&o.maxNodeMetadataBytes, "xds-max-node-metadata-bytes", serve.DefaultMaxNodeMetadataBytes,
+		"the largest encoded node, apart from its id, an xDS stream's first request may carry: metadata (where istio-agent puts the pod's labels and annotations; Kubernetes allows 256 KiB of annotations), locality, extensions; larger ones end the stream with INVALID_ARGUMENT (negative: no limit)")
 	f.IntVar(&o.maxRecvMsgSize, "grpc-max-recv-msg-size", envInt("ISTIO_GPRC_MAXRECVMSGSIZE", 4<<20),
 		"the largest gRPC request accepted, in bytes; larger ones fail with RESOURCE_EXHAUSTED (ISTIO_GPRC_MAXRECVMSGSIZE, istiod's spelling)")
+	f.IntVar(&o.maxConcurrentStreams, "grpc-max-concurrent-streams", envInt("ISTIO_GPRC_MAXSTREAMS", 1000),
+		"the most streams one gRPC connection may carry at once; the server refuses more (REFUSED_STREAM), and gRPC clients wait for a free one. A proxy opens one or two (ISTIO_GPRC_MAXSTREAMS, istiod's spelling; istiod's default is 100000; 0: no limit)")
+	f.DurationVar(&o.handshakeTimeout, "grpc-handshake-timeout", 10*time.Second,
+		"close a connection that has not completed its TLS and HTTP/2 handshake (preface and SETTINGS) within this long (gRPC's default is 120s)")
 	f.DurationVar(&o.keepaliveInterval, "keepalive-interval", 30*time.Second,
 		"ping a gRPC client idle this long, and accept client pings as often as half of it (istiod's keepaliveInterval)")
 	f.DurationVar(&o.keepaliveTimeout, "keepalive-timeout", 10*time.Second,
@@ -53,6 +65,12 @@ func (o *limitOptions) grpcOptions() []grpc.ServerOption {
 	var opts []grpc.ServerOption
 	if o.maxRecvMsgSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(o.maxRecvMsgSize))
+	}
+	if o.maxConcurrentStreams > 0 {
+		opts = append(opts, grpc.MaxConcurrentStreams(uint32(o.maxConcurrentStreams)))
+	}
+	if o.handshakeTimeout > 0 {
+		opts = append(opts, grpc.ConnectionTimeout(o.handshakeTimeout))
 	}
 	if o.keepaliveInterval > 0 || o.maxConnAge > 0 {
 		opts = append(opts, grpc.KeepaliveParams(o.keepaliveParams()))
@@ -89,5 +107,8 @@ func (o *limitOptions) xds() serve.Limits {
 		RequestConcurrency:  o.requestConcurrency,
 		MaxSubscribedNames:  o.maxNames,
 		MaxStreamsPerClient: o.maxStreamsPerIP,
+
+		MaxNodeIDBytes:       o.maxNodeIDBytes,
+		MaxNodeMetadataBytes: o.maxNodeMetadataBytes,
 	}
 }
