@@ -58,14 +58,6 @@ func (st *serveTarget) Connect(_ testing.TB, node *corev3.Node) scenario.Fetcher
 	return &streamFetcher{cc: st.cc, node: node}
 }
 
-// engineBackend is the real engine as serve's Backend (cmd/pilotfish wires
-// the same adapter).
-type engineBackend struct{ e *engine.Engine }
-
-func (b engineBackend) Connect(ctx context.Context, node *corev3.Node, peer string) (serve.Session, error) {
-	return b.e.Connect(ctx, node, peer)
-}
-
 // streamFetcher answers each request on a new SotW stream, so every answer
 // reflects the mesh as it is now (pushes are engine's business, tested
 // there).
