@@ -1,10 +1,10 @@
 package serve_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -15,9 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
@@ -39,31 +38,39 @@ func (b engineBackend) Connect(ctx context.Context, n *corev3.Node, peer string)
 // endpoint; heap after GC must not grow with the number of edits.
 func TestAdversarialConfigChurnEngine(t *testing.T) {
 	const services, proxies, edits = 1000, 10, 15
-	w := index.NewWriter()
-	sy := w.Symbols()
-	ns := sy.Intern("shop")
-	put := func(b *index.Batch, i, gen int) {
-		key := index.ServiceKey{Host: sy.Intern(fmt.Sprintf("svc-%04d.shop.svc.cluster.local", i)), Namespace: ns}
-		vip := netip.AddrFrom4([4]byte{10, byte(100 + gen%100), byte(i / 250), byte(i%250 + 1)})
-		b.PutService(index.Service{Key: key, Name: sy.Intern(fmt.Sprintf("svc-%04d", i)), Origin: index.OriginServiceEntry,
-			Addresses: []netip.Prefix{netip.PrefixFrom(vip, 32)},
-			Ports:     []index.Port{{Name: sy.Intern("tcp"), Number: 9000, Protocol: index.ProtocolTCP}}})
-		b.PutEndpoints(key, index.EndpointGroup{Source: sy.Intern(fmt.Sprintf("svc-%04d", i)),
-			Ports:     []index.EndpointPort{{Name: sy.Intern("tcp"), Port: 9000, Protocol: index.ProtocolTCP}},
-			Endpoints: []index.Endpoint{{Addr: netip.AddrFrom4([4]byte{10, 200 + byte(gen%50), byte(i / 250), byte(i%250 + 1)})}}})
+	// ses renders the ServiceEntries, the one numbered edit at generation
+	// gen (a new address and endpoint), all but the first n dropped.
+	ses := func(n, edit, gen int) []byte {
+		var y bytes.Buffer
+		for i := range n {
+			g := 0
+			if i == edit {
+				g = gen
+			}
+			fmt.Fprintf(&y, `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: svc-%04d, namespace: shop}
+spec:
+  hosts: [svc-%04d.shop.svc.cluster.local]
+  addresses: [10.%d.%d.%d]
+  ports: [{number: 9000, name: tcp, protocol: TCP}]
+  resolution: STATIC
+  endpoints: [{address: 10.%d.%d.%d}]
+---
+`, i, i, 100+g%100, i/250, i%250+1, 200+g%50, i/250, i%250+1)
+		}
+		return y.Bytes()
 	}
-	var b index.Batch
-	for i := range services {
-		put(&b, i, 0)
+	m := scenario.NewMesh()
+	if err := m.Apply("ses.yaml", ses(services, -1, 0)); err != nil {
+		t.Fatal(err)
 	}
-	w.Apply(&b)
 
+	eng := engine.New(m.W, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 100 * time.Millisecond})
 	// Verify mode (PILOTFISH_VERIFY_CACHE) regenerates every cache hit,
 	// which makes this test fifteen times slower; what it checks is what
 	// serve keeps, not the cache's bytes.
-	cache := encode.NewCache()
-	cache.SetVerify(false)
-	eng := engine.New(w, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 100 * time.Millisecond, Mesh: encode.DefaultMesh(), Cache: cache})
+	eng.Cache().SetVerify(false)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -115,9 +122,9 @@ func TestAdversarialConfigChurnEngine(t *testing.T) {
 	versions := synced("initial config", nil)
 	loaded := heapAfterGC()
 	for e := 1; e <= edits; e++ {
-		var b index.Batch
-		put(&b, e%services, e)
-		w.Apply(&b)
+		if err := m.Apply("ses.yaml", ses(services, e%services, e)); err != nil {
+			t.Fatal(err)
+		}
 		versions = synced(fmt.Sprintf("edit %d", e), versions)
 	}
 	during := heapAfterGC()
@@ -130,13 +137,9 @@ func TestAdversarialConfigChurnEngine(t *testing.T) {
 	// Delete all but one: with the sidecars still connected, heap after GC
 	// goes back to where it was before they connected, when the index held
 	// all of them.
-	b = index.Batch{}
-	for i := 1; i < services; i++ {
-		key := index.ServiceKey{Host: sy.Intern(fmt.Sprintf("svc-%04d.shop.svc.cluster.local", i)), Namespace: ns}
-		b.DeleteService(key)
-		b.DeleteEndpoints(key, sy.Intern(fmt.Sprintf("svc-%04d", i)))
+	if err := m.Apply("ses.yaml", ses(1, -1, 0)); err != nil {
+		t.Fatal(err)
 	}
-	w.Apply(&b)
 	synced("deletion", versions)
 	deleted := heapAfterGC()
 	a.leave(t)
