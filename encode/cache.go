@@ -46,7 +46,8 @@ type Entry struct {
 	// Bytes is the resource encoded as google.protobuf.Any for whole
 	// resources, or the bare message encoding for parts (see Cache.Part).
 	Bytes []byte
-	// Digest is ResourceDigest(Name, Version), for set digests.
+	// Digest is ResourceDigest(Name, Version), for set digests; 0 for a
+	// transient entry (see Cache.Transient), which callers must not keep.
 	Digest uint64
 	// lastUsed is the cache epoch of the last hit, for Sweep.
 	lastUsed atomic.Uint64
@@ -74,6 +75,9 @@ type Cache struct {
 	stats  [numKinds]kindStats
 	// rec, when set, sees every key used (see Recording).
 	rec Recorder
+	// noStore: a transient view (see Transient); transient is c's.
+	noStore   bool
+	transient *Cache
 }
 
 // Recorder receives each key a build looks up: the kind, the name of the
@@ -86,7 +90,22 @@ type Recorder func(kind Kind, name string, key Key)
 func (c *Cache) Recording(rec Recorder) *Cache {
 	r := &Cache{m: c.m, verify: c.verify, rec: rec}
 	r.epoch.Store(c.epoch.Load())
+	r.transient = &Cache{m: r.m, verify: r.verify, rec: rec, noStore: true}
 	return r
+}
+
+// Transient returns a view of c that generates every resource and stores
+// none: for names no configuration defines. A client may invent any number
+// of them (istiod answers each with an empty resource), so caching their
+// answers would let a client grow the cache; a transient answer lives only
+// as long as the response that carries it. Its entries have Digest 0,
+// which tells the engine's per-class memo not to keep the response either.
+// Verify mode checks direct encodings against their references as usual.
+func (c *Cache) Transient() *Cache {
+	if c.noStore {
+		return c
+	}
+	return c.transient
 }
 
 // record reports k to the recorder, if any.
@@ -106,11 +125,18 @@ type kindStats struct {
 // inputs is a bug that verify mode turns into a crash in tests.
 func NewCache() *Cache {
 	v, _ := strconv.ParseBool(os.Getenv("PILOTFISH_VERIFY_CACHE"))
-	return &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
+	c := &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
+	c.transient = &Cache{m: c.m, verify: v, noStore: true}
+	return c
 }
 
 // SetVerify turns verify mode on or off.
-func (c *Cache) SetVerify(on bool) { c.verify = on }
+func (c *Cache) SetVerify(on bool) {
+	c.verify = on
+	if c.transient != nil {
+		c.transient.verify = on
+	}
+}
 
 // Key is implemented by every generator key.
 type Key interface {
@@ -169,6 +195,13 @@ func Part[K Key](c *Cache, kind Kind, k K, gen func(K) (string, proto.Message)) 
 }
 
 func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), decode func([]byte) proto.Message) (*Entry, error) {
+	if c.noStore {
+		name, b, err := build()
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", kind, name, err)
+		}
+		return &Entry{Name: name, Version: strconv.FormatUint(xxhash.Sum64(b), 16), Bytes: b, kind: kind}, nil
+	}
 	ck := keyOf(kind, h)
 	epoch := c.epoch.Load()
 	if e, ok := c.m.Load(ck); ok {

@@ -20,7 +20,9 @@
 // shares the bytes. Containers are assembled from cached parts where changes
 // happen at a finer grain: a RouteConfiguration from cached VirtualHost
 // bytes. With PILOTFISH_VERIFY_CACHE=1 every hit regenerates and panics on a
-// difference; make test runs with it on.
+// difference; make test runs with it on. [Cache.Transient] is a view that
+// generates and stores nothing, for names no configuration defines: what a
+// client invents never becomes a cache entry (issue 21).
 //
 // Where one message type repeats by the thousand, a generator may write its
 // encoding directly ([ResourceAppend], [PartAppend]) next to a reference

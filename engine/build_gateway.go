@@ -286,7 +286,10 @@ func (m *mergedGateway) routeKeys(sc *Scope, mesh *encode.Mesh, name string) *gw
 		}
 	}
 	rk := m.computeRouteKeys(sc, mesh, name)
-	m.routes.Store(name, rk)
+	if !rk.unknown {
+		// Only names the gateways define: a client may invent any number.
+		m.routes.Store(name, rk)
+	}
 	return rk
 }
 
@@ -296,7 +299,7 @@ func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource,
 	rk := gatewayOf(b.sc).routeKeys(b.sc, b.mesh, name)
 	b.parts = b.parts[:0]
 	if rk.unknown {
-		return b.appendRouteConfig(name, encode.RouteConfigValidateOnly, dst)
+		return b.appendTransientRoute(name, encode.RouteConfigValidateOnly, dst)
 	}
 	if rk.blackhole != nil {
 		e, err := encode.Part(b.cache, encode.KindVirtualHost, rk.blackhole, encode.GatewayBlackholeVirtualHost)

@@ -154,6 +154,9 @@ func (b *rdsBuilder) buildPort(name string, port uint32, sniffedHost string, dst
 	if sniffedHost != "" {
 		return b.buildSniffed(name, sniffedHost, dst)
 	}
+	// No service routes on the port, or the port is spelled with leading
+	// zeros ("080"): names a client can invent without bound.
+	transient := len(b.keys) == 0 || len(name)-strings.LastIndexByte(name, ':')-1 != decimalLen(port)
 	b.dedupeDomains()
 
 	b.parts = b.parts[:0]
@@ -174,6 +177,9 @@ func (b *rdsBuilder) buildPort(name string, port uint32, sniffedHost string, dst
 		b.parts = append(b.parts, encode.EgressCatchAllVirtualHost(c))
 	} else {
 		b.parts = append(b.parts, encode.CatchAllVirtualHost(b.mesh.OutboundAllowAny))
+	}
+	if transient {
+		return b.appendTransientRoute(name, encode.RouteConfigSidecar, dst)
 	}
 	return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
 }
@@ -196,6 +202,9 @@ func (b *rdsBuilder) buildSniffed(name, host string, dst []Resource) ([]Resource
 			b.parts = append(b.parts, e)
 		}
 		break
+	}
+	if len(b.parts) == 0 {
+		return b.appendTransientRoute(name, encode.RouteConfigSidecar, dst) // no such service
 	}
 	return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
 }
@@ -270,16 +279,28 @@ func (b *rdsBuilder) dedupeDomains() {
 }
 
 func (b *rdsBuilder) appendRouteConfig(name string, opts encode.RouteConfigOptions, dst []Resource) ([]Resource, error) {
-	e, err := encode.RouteConfigurationEntry(b.cache, &encode.RouteConfigKey{Name: name, Options: opts, VirtualHosts: b.parts})
+	return b.appendRouteConfigTo(b.cache, name, opts, dst)
+}
+
+// appendTransientRoute is appendRouteConfig for a name no configuration
+// defines (an unknown name, a host or port no service has): a client may
+// invent any number of those, so their answers are not cached.
+func (b *rdsBuilder) appendTransientRoute(name string, opts encode.RouteConfigOptions, dst []Resource) ([]Resource, error) {
+	return b.appendRouteConfigTo(b.cache.Transient(), name, opts, dst)
+}
+
+func (b *rdsBuilder) appendRouteConfigTo(cache *encode.Cache, name string, opts encode.RouteConfigOptions, dst []Resource) ([]Resource, error) {
+	e, err := encode.RouteConfigurationEntry(cache, &encode.RouteConfigKey{Name: name, Options: opts, VirtualHosts: b.parts})
 	if err != nil {
 		return dst, fmt.Errorf("route %s: %w", name, err)
 	}
 	return append(dst, resourceOf(e)), nil
 }
 
+// emptyRoute is istiod's answer to a route name it does not know.
 func (b *rdsBuilder) emptyRoute(name string, dst []Resource) ([]Resource, error) {
 	b.parts = b.parts[:0]
-	return b.appendRouteConfig(name, encode.RouteConfigValidateOnly, dst)
+	return b.appendTransientRoute(name, encode.RouteConfigValidateOnly, dst)
 }
 
 // allRouteNames lists the sidecar route configurations the scope's
@@ -325,9 +346,15 @@ func (b *rdsBuilder) buildGRPC(name string, dst []Resource) ([]Resource, error) 
 			if e.Name != "" {
 				b.parts = append(b.parts, e)
 			}
+			// Only "outbound|PORT||HOST" as pilotfish spells it is cached:
+			// a subset or leading zeros make names a client can invent
+			// without bound (the subset does not change the answer).
+			if len(name) == len("outbound|||")+decimalLen(port)+len(host) {
+				return b.appendRouteConfig(name, encode.RouteConfigPlain, dst)
+			}
 		}
 	}
-	return b.appendRouteConfig(name, encode.RouteConfigPlain, dst)
+	return b.appendTransientRoute(name, encode.RouteConfigPlain, dst)
 }
 
 // parseOutboundCluster parses "outbound|PORT|SUBSET|HOST".

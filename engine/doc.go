@@ -43,6 +43,14 @@
 //   - Pushes to one connection merge while queued; at most PushThrottle
 //     connections hold a slot between being signalled and serve's PushDone.
 //   - The run loop is the only goroutine that computes pushes.
+//   - What a client names cannot grow what the engine keeps: a name no
+//     configuration defines (an unknown host, subset or route, a port
+//     spelled "080", a gRPC server address not the proxy's own) is
+//     answered as istiod answers it, through the cache's transient view,
+//     so nothing is cached for it; the per-class memo keeps only responses
+//     free of such answers that name no more names than they answer; a
+//     gateway keeps route keys for its own route names only; and a stream
+//     naming more than 4,096 Secrets is taken to read them all.
 //
 // # Imports
 //

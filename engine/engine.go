@@ -178,9 +178,9 @@ func (e *Engine) NumClasses() int {
 }
 
 // generate dispatches to the generator of typeURL.
-func (e *Engine) generate(sc *Scope, typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+func (e *Engine) generate(sc *Scope, cache *encode.Cache, typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	if typeURL == TypeListener && sc.Class.Type == encode.ProxyRouter {
-		return buildGatewayListeners(sc, e.meshFor(sc), e.cache, names, wildcard, dst)
+		return buildGatewayListeners(sc, e.meshFor(sc), cache, names, wildcard, dst)
 	}
 	if typeURL == TypeSecret {
 		return e.buildSecrets(sc, names, dst) // logs what it leaves out (build_sds.go)
@@ -189,7 +189,7 @@ func (e *Engine) generate(sc *Scope, typeURL string, names []string, wildcard bo
 	if !ok {
 		return dst, fmt.Errorf("%w: %s", ErrUnknownType, typeURL)
 	}
-	return b(sc, e.meshFor(sc), e.cache, names, wildcard, dst)
+	return b(sc, e.meshFor(sc), cache, names, wildcard, dst)
 }
 
 // builder is the signature of the per-type generators in build_*.go.

@@ -42,7 +42,7 @@ func TestExportTo(t *testing.T) {
 		visible bool
 	}{{"b", true}, {"c", false}} {
 		sc := proxyScope(e, snap, tc.ns, nil)
-		rs, err := e.generate(sc, TypeCluster, nil, true, nil)
+		rs, err := e.generate(sc, e.cache, TypeCluster, nil, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestExportTo(t *testing.T) {
 		if got := slices.Contains(clusterNames(t, rs), private); got != tc.visible {
 			t.Errorf("proxy in %s: cluster %s present %v, want %v", tc.ns, private, got, tc.visible)
 		}
-		rs, err = e.generate(sc, TypeRoute, []string{"80"}, false, nil)
+		rs, err = e.generate(sc, e.cache, TypeRoute, []string{"80"}, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
