@@ -27,10 +27,13 @@ const (
 	KindNameTable
 	KindVirtualHost
 	KindFilterChain
+	// KindGatewayRoutes: the routes of a gateway virtual host, shared by
+	// the virtual hosts of one VirtualService on several ports.
+	KindGatewayRoutes
 	numKinds
 )
 
-var kindNames = [...]string{"cluster", "endpoint", "listener", "route", "secret", "nametable", "virtualhost", "filterchain"}
+var kindNames = [...]string{"cluster", "endpoint", "listener", "route", "secret", "nametable", "virtualhost", "filterchain", "gatewayroutes"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -138,60 +141,12 @@ func (c *Cache) SetVerify(on bool) {
 	}
 }
 
-// Key is implemented by every generator key.
+// Key is implemented by every generator key type, and only by them: the
+// unexported marker keeps key types in this package, where the reflection
+// test (keys_test.go) finds each one and checks that it holds values only.
 type Key interface {
 	Hash() uint64
-}
-
-// Resource returns the cached Any-encoded resource for k, generating and
-// marshaling it with gen on a miss. gen returns the resource's name and
-// message; it must be a pure function of k.
-func Resource[K Key](c *Cache, kind Kind, typeURL string, k K, gen func(K) (string, proto.Message)) (*Entry, error) {
-	e, err := c.get(kind, k.Hash(), func() (string, []byte, error) {
-		name, msg := gen(k)
-		b, err := AppendAny(nil, typeURL, msg)
-		return name, b, err
-	}, func(b []byte) proto.Message { return anyPayload(b, gen, k) })
-	record(c, kind, e, k)
-	return e, err
-}
-
-// ResourceAppend is Resource for generators that encode their resource
-// directly rather than build a message: app returns a new buffer holding
-// prefix (the Any's type_url and the tag of its value), then the message as
-// a length-delimited value (its size, then its encoding), so that a
-// generator that sizes its message first allocates exactly once. ref is the reference generator that builds the same resource as
-// a message: in verify mode every generation, hit or miss, is checked to
-// describe the same message as ref's, so the fast encoder cannot drift from
-// the readable one.
-func ResourceAppend[K Key](c *Cache, kind Kind, typeURL string, k K, app func(prefix []byte, k K) (string, []byte), ref func(K) (string, proto.Message)) (*Entry, error) {
-	build := func() (string, []byte, error) {
-		name, dst := app(anyPrefix(typeURL), k)
-		if c.verify {
-			refName, refMsg := ref(k)
-			if got := anyPayload(dst, ref, k); refName != name || !proto.Equal(got, refMsg) {
-				panic(fmt.Sprintf("encode: verify: the direct encoding of %s %q differs from its reference generator", kind, name))
-			}
-		}
-		return name, dst, nil
-	}
-	e, err := c.get(kind, k.Hash(), build, func(b []byte) proto.Message { return anyPayload(b, ref, k) })
-	record(c, kind, e, k)
-	return e, err
-}
-
-// Part returns the cached bare encoding of a message that containers embed
-// as a repeated field (a VirtualHost in a RouteConfiguration, a FilterChain
-// in a Listener): protobuf encodes a repeated field as the concatenation of
-// its elements, so a container is assembled from cached parts.
-func Part[K Key](c *Cache, kind Kind, k K, gen func(K) (string, proto.Message)) (*Entry, error) {
-	e, err := c.get(kind, k.Hash(), func() (string, []byte, error) {
-		name, msg := gen(k)
-		b, err := marshalBare(msg)
-		return name, b, err
-	}, func(b []byte) proto.Message { return barePayload(b, gen, k) })
-	record(c, kind, e, k)
-	return e, err
+	key()
 }
 
 func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), decode func([]byte) proto.Message) (*Entry, error) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
 // TestTransientStoresNothing: the transient view answers like the cache
@@ -14,7 +15,7 @@ func TestTransientStoresNothing(t *testing.T) {
 	cache.SetVerify(true)
 	k := &encode.EndpointsKey{ClusterName: "outbound|80||made-up.example"}
 	for i := range 3 {
-		e, err := encode.ResourceAppend(cache.Transient(), encode.KindEndpoint, typeEndpoint, k, encode.AppendClusterLoadAssignment, encode.ClusterLoadAssignment)
+		e, err := encode.Resource(cache.Transient(), index.Names{}, k, encode.EndpointsGen)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -24,7 +25,7 @@ func TestTransientStoresNothing(t *testing.T) {
 		if n := cache.Len(); n != 0 {
 			t.Fatalf("the cache holds %d entries after a transient answer", n)
 		}
-		cached, err := encode.ResourceAppend(cache, encode.KindEndpoint, typeEndpoint, k, encode.AppendClusterLoadAssignment, encode.ClusterLoadAssignment)
+		cached, err := encode.Resource(cache, index.Names{}, k, encode.EndpointsGen)
 		if err != nil {
 			t.Fatal(err)
 		}

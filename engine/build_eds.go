@@ -34,7 +34,7 @@ func buildEndpoints(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		if !b.keyFor(name) {
 			c = cache.Transient()
 		}
-		e, err := encode.ResourceAppend(c, encode.KindEndpoint, TypeEndpoint, &b.key, encode.AppendClusterLoadAssignment, encode.ClusterLoadAssignment)
+		e, err := encode.Resource(c, b.names, &b.key, encode.EndpointsGen)
 		if err != nil {
 			return dst, fmt.Errorf("eds: %w", err)
 		}
@@ -47,6 +47,7 @@ func buildEndpoints(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 type edsBuilder struct {
 	sc        *Scope
 	snap      *index.Snapshot
+	names     index.Names
 	mesh      *encode.Mesh
 	clusterID string
 	mtls      mtlsCache
@@ -60,7 +61,7 @@ func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
 	if clusterID == "" {
 		clusterID = defaultClusterID
 	}
-	return &edsBuilder{sc: sc, snap: snap, mesh: mesh, clusterID: clusterID, mtls: mtlsCache{snap: snap, root: root}}
+	return &edsBuilder{sc: sc, snap: snap, names: snap.Names(), mesh: mesh, clusterID: clusterID, mtls: mtlsCache{snap: snap, root: root}}
 }
 
 // keyFor fills b.key for the cluster name and reports whether the
@@ -70,7 +71,7 @@ func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
 // by interned symbol.
 func (b *edsBuilder) keyFor(name string) (defined bool) {
 	k := &b.key
-	*k = encode.EndpointsKey{ClusterName: name, Syms: b.snap.Symbols, Labels: b.snap.Labels, ClusterID: b.clusterID}
+	*k = encode.EndpointsKey{ClusterName: name, ClusterID: b.clusterID}
 	dir, port, subset, host, ok := encode.ParseClusterName(name)
 	if ok {
 		// "outbound|080||h" parses as port 80 but is another name.

@@ -39,7 +39,10 @@
 //
 //   - engine only reads the index; ingest is its only writer.
 //   - Builders are pure functions of a Scope and the requested names: the
-//     per-class memo relies on it.
+//     per-class memo relies on it. They fill encode's keys with values and
+//     hand them, with the snapshot's read-only index.Names, to encode's
+//     generators (encode.Resource and encode.Part accept no other): the
+//     engine defines no generator and no key type.
 //   - Pushes to one connection merge while queued; at most PushThrottle
 //     connections hold a slot between being signalled and serve's PushDone.
 //   - The run loop is the only goroutine that computes pushes.
