@@ -127,11 +127,25 @@ type kindStats struct {
 // from the cached one: a key that does not capture all of its generator's
 // inputs is a bug that verify mode turns into a crash in tests.
 func NewCache() *Cache {
-	v, _ := strconv.ParseBool(os.Getenv("PILOTFISH_VERIFY_CACHE"))
+	v := VerifyFromEnv()
 	c := &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
 	c.transient = &Cache{m: c.m, verify: v, noStore: true}
 	return c
 }
+
+// VerifyFromEnv reports whether PILOTFISH_VERIFY_CACHE asks for verify
+// mode: the default of new caches, and of the engine's memo checks.
+func VerifyFromEnv() bool {
+	s := os.Getenv("PILOTFISH_VERIFY_CACHE")
+	if s == "" {
+		return false // without ParseBool's error: a new scope asks
+	}
+	v, _ := strconv.ParseBool(s)
+	return v
+}
+
+// Verifying reports whether verify mode is on.
+func (c *Cache) Verifying() bool { return c.verify }
 
 // SetVerify turns verify mode on or off.
 func (c *Cache) SetVerify(on bool) {

@@ -185,7 +185,7 @@ func (b *cdsBuilder) outbound(svc *index.Service, dst []Resource) ([]Resource, e
 		}
 		for _, ss := range spec.GetSubsets() {
 			k.Subset = ss.GetName()
-			k.SubsetLabels = subsetLabels(b.snap, dr, k.Subset)
+			k.SubsetLabels = subsetLabels(dr, k.Subset)
 			passthrough := ss.GetTrafficPolicy().GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH
 			k.MTLS = serviceMTLS(&b.mtls, svc, p, shard, passthrough)
 			if dst, err = b.emit(dst); err != nil {
@@ -293,7 +293,7 @@ func (b *cdsBuilder) named(names []string, dst []Resource) ([]Resource, error) {
 				continue
 			}
 			k.Subset = subset
-			k.SubsetLabels = subsetLabels(b.snap, dr, subset)
+			k.SubsetLabels = subsetLabels(dr, subset)
 		}
 		if drTLSIstioMutual(dr) {
 			k.ServiceAccounts = serviceAccounts(b.snap.Symbols, svc, b.snap.Endpoints(svc.Key))

@@ -102,7 +102,7 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 	dr := destinationRule(b.snap, b.mesh, b.sc.Namespace, svc)
 	defined = subset == ""
 	if subset != "" && dr != nil {
-		k.SubsetLabels = subsetLabels(b.snap, dr, subset)
+		k.SubsetLabels = subsetLabels(dr, subset)
 		defined = hasSubset(dr, subset)
 	}
 	peerDisabled := !svc.MeshExternal && b.mtls.get(svc.Key.Namespace) == encode.ServiceMTLSDisable

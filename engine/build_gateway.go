@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"weak"
 
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -31,10 +29,10 @@ type mergedGateway struct {
 	dests map[*index.Config][]*index.Service
 	// routes caches each route name's virtual host keys (*gwRouteKeys).
 	routes sync.Map
-	// digest identifies every input (gateway_reuse.go); syms is the symbol
-	// table the rows' symbols belong to.
+	// digest identifies every input (gateway_reuse.go); names identifies
+	// the tables the rows' symbols belong to (index.Names.ID).
 	digest uint64
-	syms   *index.Symbols
+	names  uint64
 }
 
 type gwPort struct {
@@ -64,21 +62,26 @@ func kindOf(srv *networking.Server) gwKind {
 	return gwTCP
 }
 
-var mergedGateways sync.Map // weak.Pointer[Scope] → *mergedGateway
-
 // gatewayOf returns the merged gateway of a router's scope, computing it
-// once.
+// once per scope (view.go); a scope of a later config version whose
+// Gateways, VirtualServices and services did not change reuses the
+// previous version's, route keys and their hashes included.
 func gatewayOf(sc *Scope) *mergedGateway {
-	wp := weak.Make(sc)
-	if v, ok := mergedGateways.Load(wp); ok {
-		return v.(*mergedGateway)
+	m := sc.memo
+	if g := m.gateway.Load(); g != nil {
+		if sc.view.verify && firstUseIn(&m.checkedGateway, sc.Snapshot) {
+			if fresh := newMergedGateway(sc); fresh.digest != g.digest {
+				panic(fmt.Sprintf("engine: verify: the merged gateway of router scope %s (snapshot %d) differs from a fresh one: a memo misses an input",
+					sc.Class.Gateways, sc.Snapshot.Version))
+			}
+		}
+		return g
 	}
-	v := reuseGateway(newMergedGateway(sc))
-	if actual, loaded := mergedGateways.LoadOrStore(wp, v); loaded {
-		return actual.(*mergedGateway)
+	g := sc.view.reuseGateway(newMergedGateway(sc))
+	if !m.gateway.CompareAndSwap(nil, g) {
+		return m.gateway.Load()
 	}
-	runtime.AddCleanup(sc, func(wp weak.Pointer[Scope]) { mergedGateways.Delete(wp) }, wp)
-	return v
+	return g
 }
 
 // vsGatewayNames resolves a VirtualService's gateways to "NAMESPACE/NAME"
@@ -167,7 +170,7 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 			}
 		}
 	}
-	m.computeDigest(snap.Symbols, sc.Class.Namespace, sc.Class.Gateways)
+	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways)
 	return m
 }
 

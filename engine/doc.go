@@ -37,7 +37,17 @@
 //
 // # Invariants
 //
-//   - engine only reads the index; ingest is its only writer.
+//   - engine only reads the index; ingest is its only writer, and the
+//     only one to intern (a DestinationRule's subset labels come interned,
+//     index.Config.SubsetLabels).
+//   - What the engine derives from config once (merged gateways, route
+//     views, AUTO_PASSTHROUGH) lives in values its scopes own (view.go): a
+//     configView per config version, shared by every scope of it, and a
+//     memo per scope, shared by its copies for endpoint-only snapshots;
+//     no package-level map holds config-derived state (the two left, service
+//     accounts by endpoint shard version and address strings, are bounded
+//     memos of pure functions). In verify mode each memo is recomputed once
+//     per snapshot it is used in and compared.
 //   - Builders are pure functions of a Scope and the requested names: the
 //     per-class memo relies on it. They fill encode's keys with values and
 //     hand them, with the snapshot's read-only index.Names, to encode's

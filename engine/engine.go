@@ -65,6 +65,9 @@ type Engine struct {
 
 	flippedOnce sync.Once
 	flipped     *encode.Mesh // mesh with OutboundAllowAny inverted (meshFlipped)
+
+	// views hands out the derived state of each config version (view.go).
+	views views
 }
 
 // New returns an engine reading idx. Call Run to start pushing.
@@ -99,6 +102,7 @@ func New(idx Index, opts Options) *Engine {
 		conns:      map[*Conn]struct{}{},
 		cdsDigests: map[index.ServiceKey]uint64{},
 	}
+	e.views.verify = opts.Cache.Verifying()
 	e.changes.init()
 	e.recordClusterFacts(idx.Snapshot())
 	idx.Subscribe(e.changes.add)
@@ -239,7 +243,7 @@ func (cl *class) scope(e *Engine) *Scope {
 		cp.Snapshot = snap
 		s = &cp
 	} else {
-		s = NewScope(snap, &cl.key.class)
+		s = newScopeIn(e.views.of(snap), snap, &cl.key.class)
 		s.Instances = computeInstances(snap, cl.node)
 	}
 	cl.sc.Store(s)
