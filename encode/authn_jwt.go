@@ -34,7 +34,7 @@ const (
 // host, "outbound|PORT||HOST": the JWKS server must be a mesh service or a
 // ServiceEntry. istiod fetches it itself by default and inlines it;
 // pilotfish's generators never reach outside their key.
-func jwtFilter(syms *index.Symbols, ras []*index.Config) *hcm.HttpFilter {
+func jwtFilter(names index.Names, ras []*index.Config) *hcm.HttpFilter {
 	cfg := &jwt.JwtAuthentication{Providers: map[string]*jwt.JwtProvider{}, BypassCorsPreflight: true}
 	var reqs []*jwt.JwtRequirement
 	n := 0

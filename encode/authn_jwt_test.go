@@ -26,7 +26,7 @@ func TestJWTFilter(t *testing.T) {
 		row("remote", &security.JWTRule{Issuer: "https://b.example", JwksUri: "https://keys.b.example:8443/jwks.json"},
 			&security.JWTRule{Issuer: "https://no-keys.example"}),
 	}
-	f := jwtFilter(syms, ras)
+	f := jwtFilter(index.NamesOf(syms, nil), ras)
 	if f == nil {
 		t.Fatal("no filter")
 	}
@@ -52,7 +52,7 @@ func TestJWTFilter(t *testing.T) {
 	if len(reqs) != 3 || reqs[0].GetProviderName() != "origins-0" || reqs[2].GetAllowMissing() == nil {
 		t.Errorf("requirements %v: want any provider, or no token", reqs)
 	}
-	if jwtFilter(syms, []*index.Config{row("empty", &security.JWTRule{Issuer: "https://no-keys.example"})}) != nil {
+	if jwtFilter(index.NamesOf(syms, nil), []*index.Config{row("empty", &security.JWTRule{Issuer: "https://no-keys.example"})}) != nil {
 		t.Error("a filter without providers")
 	}
 }

@@ -87,7 +87,7 @@ var rbacNever = &rbac.Policy{
 // rules translates a group's enforced policies (dry-run ones when shadow
 // is set). Rules that cannot be translated are left out (see azPolicy).
 // nil when no policy of the group is of that kind.
-func (g azGroup) rules(syms *index.Symbols, t azTarget, shadow bool) *rbac.RBAC {
+func (g azGroup) rules(names index.Names, t azTarget, shadow bool) *rbac.RBAC {
 	var out *rbac.RBAC
 	for _, c := range g.policies {
 		ap, ok := c.Spec.(*security.AuthorizationPolicy)
@@ -97,7 +97,7 @@ func (g azGroup) rules(syms *index.Symbols, t azTarget, shadow bool) *rbac.RBAC 
 		if out == nil {
 			out = &rbac.RBAC{Action: g.action, Policies: map[string]*rbac.Policy{}}
 		}
-		ns, name := syms.String(c.Key.Namespace), syms.String(c.Key.Name)
+		ns, name := names.String(c.Key.Namespace), names.String(c.Key.Name)
 		for i, r := range ap.GetRules() {
 			if r == nil {
 				continue
@@ -135,12 +135,12 @@ func azPolicyName(ns, name string, i int, t azTarget) string {
 }
 
 // authzHTTPFilters are the RBAC HTTP filters of an inbound HTTP chain.
-func authzHTTPFilters(syms *index.Symbols, a *AuthzPolicies) []*hcm.HttpFilter {
+func authzHTTPFilters(names index.Names, a *AuthzPolicies) []*hcm.HttpFilter {
 	var out []*hcm.HttpFilter
 	for _, g := range a.groups() {
-		shadow := g.rules(syms, azHTTP, true)
+		shadow := g.rules(names, azHTTP, true)
 		out = append(out, hfTyped(rbacHTTPFilterName, &rbachttp.RBAC{
-			Rules:                 g.rules(syms, azHTTP, false),
+			Rules:                 g.rules(names, azHTTP, false),
 			ShadowRules:           shadow,
 			ShadowRulesStatPrefix: shadowStatPrefix(shadow),
 		}))
@@ -149,12 +149,12 @@ func authzHTTPFilters(syms *index.Symbols, a *AuthzPolicies) []*hcm.HttpFilter {
 }
 
 // authzTCPFilters are the RBAC network filters of an inbound TCP chain.
-func authzTCPFilters(syms *index.Symbols, a *AuthzPolicies) []*listener.Filter {
+func authzTCPFilters(names index.Names, a *AuthzPolicies) []*listener.Filter {
 	var out []*listener.Filter
 	for _, g := range a.groups() {
-		shadow := g.rules(syms, azTCP, true)
+		shadow := g.rules(names, azTCP, true)
 		out = append(out, &listener.Filter{Name: rbacTCPFilterName, ConfigType: &listener.Filter_TypedConfig{TypedConfig: rtAny(&rbactcp.RBAC{
-			Rules:                 g.rules(syms, azTCP, false),
+			Rules:                 g.rules(names, azTCP, false),
 			ShadowRules:           shadow,
 			StatPrefix:            rbacTCPStatPrefix,
 			ShadowRulesStatPrefix: shadowStatPrefix(shadow),
@@ -167,17 +167,17 @@ func authzTCPFilters(syms *index.Symbols, a *AuthzPolicies) []*listener.Filter {
 // gRPC server: gRPC supports ALLOW and DENY only, so DENY (root and
 // namespace, and CUSTOM failing closed) comes first, then ALLOW; AUDIT and
 // dry-run policies are not sent.
-func authzGRPCFilters(syms *index.Symbols, a *AuthzPolicies) []*hcm.HttpFilter {
+func authzGRPCFilters(names index.Names, a *AuthzPolicies) []*hcm.HttpFilter {
 	var out []*hcm.HttpFilter
 	deny := azGroup{action: rbac.RBAC_DENY}
 	deny.policies = append(deny.policies, a.Custom...)
 	deny.policies = append(deny.policies, a.RootDeny...)
 	deny.policies = append(deny.policies, a.Deny...)
-	if r := deny.rules(syms, azGRPC, false); len(r.GetPolicies()) > 0 {
+	if r := deny.rules(names, azGRPC, false); len(r.GetPolicies()) > 0 {
 		out = append(out, hfTyped(rbacGRPCDenyFilterName, &rbachttp.RBAC{Rules: r}))
 	}
 	// An ALLOW filter whose rules all failed still allows nothing.
-	if r := (azGroup{rbac.RBAC_ALLOW, a.Allow}).rules(syms, azGRPC, false); r != nil {
+	if r := (azGroup{rbac.RBAC_ALLOW, a.Allow}).rules(names, azGRPC, false); r != nil {
 		out = append(out, hfTyped(rbacHTTPFilterName, &rbachttp.RBAC{Rules: r}))
 	}
 	return out

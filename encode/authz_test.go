@@ -175,7 +175,7 @@ func TestAuthzFilters(t *testing.T) {
 	}
 	a := &AuthzPolicies{Audit: rows["audit"], Deny: append(rows["deny"], rows["dry-deny"]...), Allow: append(rows["allow-nothing"], rows["methods-only"]...)}
 	var actions []string
-	for _, f := range authzTCPFilters(syms, a) {
+	for _, f := range authzTCPFilters(index.NamesOf(syms, nil), a) {
 		actions = append(actions, f.Name)
 	}
 	if got := strings.Join(actions, ","); got != "envoy.filters.network.rbac,envoy.filters.network.rbac,envoy.filters.network.rbac" {
@@ -185,17 +185,17 @@ func TestAuthzFilters(t *testing.T) {
 	if len(groups) != 3 || groups[0].action != rbac.RBAC_LOG || groups[1].action != rbac.RBAC_DENY || groups[2].action != rbac.RBAC_ALLOW {
 		t.Fatalf("groups %v", groups)
 	}
-	allowTCP := groups[2].rules(syms, azTCP, false)
+	allowTCP := groups[2].rules(index.NamesOf(syms, nil), azTCP, false)
 	if len(allowTCP.Policies) != 1 || allowTCP.Policies["ns[shop]-policy[allow-nothing]-rule[0]"] != rbacNever {
 		t.Errorf("ALLOW on TCP: %v (want only allow-nothing's never-matching policy; methods-only is HTTP-only)", allowTCP.Policies)
 	}
-	allowHTTP := groups[2].rules(syms, azHTTP, false)
+	allowHTTP := groups[2].rules(index.NamesOf(syms, nil), azHTTP, false)
 	if len(allowHTTP.Policies) != 2 {
 		t.Errorf("ALLOW on HTTP: %d policies, want 2", len(allowHTTP.Policies))
 	}
 	// A dry-run policy goes to the shadow rules of its action's filter.
 	deny := &rbachttp.RBAC{}
-	if err := authzHTTPFilters(syms, a)[1].GetTypedConfig().UnmarshalTo(deny); err != nil {
+	if err := authzHTTPFilters(index.NamesOf(syms, nil), a)[1].GetTypedConfig().UnmarshalTo(deny); err != nil {
 		t.Fatal(err)
 	}
 	_, enforced := deny.GetRules().GetPolicies()["ns[shop]-policy[deny]-rule[0]"]
@@ -203,7 +203,7 @@ func TestAuthzFilters(t *testing.T) {
 	if !enforced || !shadowed || len(deny.GetRules().GetPolicies()) != 1 || deny.ShadowRulesStatPrefix != "istio_dry_run_deny_" {
 		t.Errorf("DENY filter: rules %v, shadow rules %v, prefix %q", deny.GetRules().GetPolicies(), deny.GetShadowRules().GetPolicies(), deny.ShadowRulesStatPrefix)
 	}
-	grpc := authzGRPCFilters(syms, a)
+	grpc := authzGRPCFilters(index.NamesOf(syms, nil), a)
 	if len(grpc) != 2 || grpc[0].Name != rbacGRPCDenyFilterName || grpc[1].Name != rbacHTTPFilterName {
 		t.Errorf("gRPC filters: %v", grpc)
 	} else if err := grpc[0].GetTypedConfig().UnmarshalTo(deny); err != nil || len(deny.GetRules().GetPolicies()) != 1 || deny.ShadowRules != nil {

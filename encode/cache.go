@@ -27,10 +27,13 @@ const (
 	KindNameTable
 	KindVirtualHost
 	KindFilterChain
+	// KindGatewayRoutes: the routes of a gateway virtual host, shared by
+	// the virtual hosts of one VirtualService on several ports.
+	KindGatewayRoutes
 	numKinds
 )
 
-var kindNames = [...]string{"cluster", "endpoint", "listener", "route", "secret", "nametable", "virtualhost", "filterchain"}
+var kindNames = [...]string{"cluster", "endpoint", "listener", "route", "secret", "nametable", "virtualhost", "filterchain", "gatewayroutes"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -46,7 +49,8 @@ type Entry struct {
 	// Bytes is the resource encoded as google.protobuf.Any for whole
 	// resources, or the bare message encoding for parts (see Cache.Part).
 	Bytes []byte
-	// Digest is ResourceDigest(Name, Version), for set digests.
+	// Digest is ResourceDigest(Name, Version), for set digests; 0 for a
+	// transient entry (see Cache.Transient), which callers must not keep.
 	Digest uint64
 	// lastUsed is the cache epoch of the last hit, for Sweep.
 	lastUsed atomic.Uint64
@@ -74,6 +78,9 @@ type Cache struct {
 	stats  [numKinds]kindStats
 	// rec, when set, sees every key used (see Recording).
 	rec Recorder
+	// noStore: a transient view (see Transient); transient is c's.
+	noStore   bool
+	transient *Cache
 }
 
 // Recorder receives each key a build looks up: the kind, the name of the
@@ -86,7 +93,22 @@ type Recorder func(kind Kind, name string, key Key)
 func (c *Cache) Recording(rec Recorder) *Cache {
 	r := &Cache{m: c.m, verify: c.verify, rec: rec}
 	r.epoch.Store(c.epoch.Load())
+	r.transient = &Cache{m: r.m, verify: r.verify, rec: rec, noStore: true}
 	return r
+}
+
+// Transient returns a view of c that generates every resource and stores
+// none: for names no configuration defines. A client may invent any number
+// of them (istiod answers each with an empty resource), so caching their
+// answers would let a client grow the cache; a transient answer lives only
+// as long as the response that carries it. Its entries have Digest 0,
+// which tells the engine's per-class memo not to keep the response either.
+// Verify mode checks direct encodings against their references as usual.
+func (c *Cache) Transient() *Cache {
+	if c.noStore {
+		return c
+	}
+	return c.transient
 }
 
 // record reports k to the recorder, if any.
@@ -105,70 +127,50 @@ type kindStats struct {
 // from the cached one: a key that does not capture all of its generator's
 // inputs is a bug that verify mode turns into a crash in tests.
 func NewCache() *Cache {
-	v, _ := strconv.ParseBool(os.Getenv("PILOTFISH_VERIFY_CACHE"))
-	return &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
+	v := VerifyFromEnv()
+	c := &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
+	c.transient = &Cache{m: c.m, verify: v, noStore: true}
+	return c
 }
+
+// VerifyFromEnv reports whether PILOTFISH_VERIFY_CACHE asks for verify
+// mode: the default of new caches, and of the engine's memo checks.
+func VerifyFromEnv() bool {
+	s := os.Getenv("PILOTFISH_VERIFY_CACHE")
+	if s == "" {
+		return false // without ParseBool's error: a new scope asks
+	}
+	v, _ := strconv.ParseBool(s)
+	return v
+}
+
+// Verifying reports whether verify mode is on.
+func (c *Cache) Verifying() bool { return c.verify }
 
 // SetVerify turns verify mode on or off.
-func (c *Cache) SetVerify(on bool) { c.verify = on }
+func (c *Cache) SetVerify(on bool) {
+	c.verify = on
+	if c.transient != nil {
+		c.transient.verify = on
+	}
+}
 
-// Key is implemented by every generator key.
+// Key is implemented by every generator key type, and only by them: the
+// unexported marker keeps key types in this package, where the reflection
+// test (keys_test.go) finds each one and checks that it holds values only.
 type Key interface {
 	Hash() uint64
-}
-
-// Resource returns the cached Any-encoded resource for k, generating and
-// marshaling it with gen on a miss. gen returns the resource's name and
-// message; it must be a pure function of k.
-func Resource[K Key](c *Cache, kind Kind, typeURL string, k K, gen func(K) (string, proto.Message)) (*Entry, error) {
-	e, err := c.get(kind, k.Hash(), func() (string, []byte, error) {
-		name, msg := gen(k)
-		b, err := AppendAny(nil, typeURL, msg)
-		return name, b, err
-	}, func(b []byte) proto.Message { return anyPayload(b, gen, k) })
-	record(c, kind, e, k)
-	return e, err
-}
-
-// ResourceAppend is Resource for generators that encode their resource
-// directly rather than build a message: app returns a new buffer holding
-// prefix (the Any's type_url and the tag of its value), then the message as
-// a length-delimited value (its size, then its encoding), so that a
-// generator that sizes its message first allocates exactly once. ref is the reference generator that builds the same resource as
-// a message: in verify mode every generation, hit or miss, is checked to
-// describe the same message as ref's, so the fast encoder cannot drift from
-// the readable one.
-func ResourceAppend[K Key](c *Cache, kind Kind, typeURL string, k K, app func(prefix []byte, k K) (string, []byte), ref func(K) (string, proto.Message)) (*Entry, error) {
-	build := func() (string, []byte, error) {
-		name, dst := app(anyPrefix(typeURL), k)
-		if c.verify {
-			refName, refMsg := ref(k)
-			if got := anyPayload(dst, ref, k); refName != name || !proto.Equal(got, refMsg) {
-				panic(fmt.Sprintf("encode: verify: the direct encoding of %s %q differs from its reference generator", kind, name))
-			}
-		}
-		return name, dst, nil
-	}
-	e, err := c.get(kind, k.Hash(), build, func(b []byte) proto.Message { return anyPayload(b, ref, k) })
-	record(c, kind, e, k)
-	return e, err
-}
-
-// Part returns the cached bare encoding of a message that containers embed
-// as a repeated field (a VirtualHost in a RouteConfiguration, a FilterChain
-// in a Listener): protobuf encodes a repeated field as the concatenation of
-// its elements, so a container is assembled from cached parts.
-func Part[K Key](c *Cache, kind Kind, k K, gen func(K) (string, proto.Message)) (*Entry, error) {
-	e, err := c.get(kind, k.Hash(), func() (string, []byte, error) {
-		name, msg := gen(k)
-		b, err := marshalBare(msg)
-		return name, b, err
-	}, func(b []byte) proto.Message { return barePayload(b, gen, k) })
-	record(c, kind, e, k)
-	return e, err
+	key()
 }
 
 func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), decode func([]byte) proto.Message) (*Entry, error) {
+	if c.noStore {
+		name, b, err := build()
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", kind, name, err)
+		}
+		return &Entry{Name: name, Version: strconv.FormatUint(xxhash.Sum64(b), 16), Bytes: b, kind: kind}, nil
+	}
 	ck := keyOf(kind, h)
 	epoch := c.epoch.Load()
 	if e, ok := c.m.Load(ck); ok {

@@ -52,9 +52,9 @@ const (
 )
 
 // ClusterKey holds every input of [Cluster]. Row pointers are hashed by
-// their content hash; Syms and Labels are resolvers of interned IDs, which
-// are append-only and deterministic, so they are not part of the hash (see
-// TestKeysHashEveryField).
+// their content hash (see TestKeysHashEveryField); the symbols and label
+// sets of the key and its rows resolve through the index.Names the cache
+// call is given.
 type ClusterKey struct {
 	Role ClusterRole
 	Mesh *Mesh
@@ -69,9 +69,6 @@ type ClusterKey struct {
 	// detection or a locality setting in the DestinationRule); "" otherwise,
 	// so that proxies of every locality share the bytes.
 	Locality string
-
-	Syms   *index.Symbols
-	Labels *index.LabelSets
 
 	// Service and Port are the cluster's service port (for inbound, the
 	// service port of the first instance on the workload port).
@@ -170,8 +167,17 @@ func clHashPort(h *Hasher, p index.Port) {
 	h.U32(uint32(p.Protocol))
 }
 
-// Cluster builds the cluster k describes. It is a pure function of k.
-func Cluster(k *ClusterKey) (string, proto.Message) {
+// clIn is a cluster key with the names that resolve its symbols: what
+// every cluster helper reads.
+type clIn struct {
+	*ClusterKey
+	names index.Names
+}
+
+// Cluster builds the cluster k describes. It is a pure function of k (and
+// of the strings n resolves its symbols to).
+func Cluster(n index.Names, key *ClusterKey) (string, proto.Message) {
+	k := clIn{key, n}
 	var c *clusterv3.Cluster
 	switch k.Role {
 	case ClusterBlackHole:
@@ -208,7 +214,7 @@ const clMaxSeconds = (1<<63 - 1 - 999999999) / 1000000000
 // protocol options that are marshaled into typed_extension_protocol_options
 // at the end (istiod's clusterWrapper).
 type clState struct {
-	k    *ClusterKey
+	k    clIn
 	c    *clusterv3.Cluster
 	hpo  *httpv3.HttpProtocolOptions
 	host string
@@ -281,11 +287,11 @@ func clDiscoveryType(t ProxyType, svc *index.Service) clusterv3.Cluster_Discover
 }
 
 // clHostname is the service's hostname string.
-func clHostname(k *ClusterKey) string { return k.Syms.String(k.Service.Key.Host) }
+func clHostname(k clIn) string { return k.names.String(k.Service.Key.Host) }
 
 // clOutbound builds outbound|PORT|SUBSET|HOST for Envoy proxies,
 // following istiod's buildOutboundClusters / buildSubsetCluster.
-func clOutbound(k *ClusterKey) *clusterv3.Cluster {
+func clOutbound(k clIn) *clusterv3.Cluster {
 	host := clHostname(k)
 	name := ClusterName(k.Port.Number, k.Subset, host)
 	dr := clDestinationRule(k.DestinationRule)
@@ -404,7 +410,7 @@ func (s *clState) isH2() bool {
 // clInbound builds inbound|TARGETPORT|| (istiod's buildInboundCluster
 // with the default PASSTHROUGH inbound traffic policy: ORIGINAL_DST, bound
 // to 127.0.0.6 so iptables lets the connection through).
-func clInbound(k *ClusterKey) *clusterv3.Cluster {
+func clInbound(k clIn) *clusterv3.Cluster {
 	name := InboundClusterName(k.TargetPort)
 	c := &clusterv3.Cluster{
 		Name:                 name,
@@ -454,7 +460,7 @@ func clInboundBind(ipv6 bool) *corev3.SocketAddress {
 	return &corev3.SocketAddress{Address: addr, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 0}}
 }
 
-func clBlackHole(k *ClusterKey) *clusterv3.Cluster {
+func clBlackHole(k clIn) *clusterv3.Cluster {
 	return &clusterv3.Cluster{
 		Name:                 BlackHoleCluster,
 		AltStatName:          BlackHoleCluster + ";",
@@ -465,7 +471,7 @@ func clBlackHole(k *ClusterKey) *clusterv3.Cluster {
 }
 
 // clPassthrough is istiod's buildDefaultPassthroughCluster.
-func clPassthrough(k *ClusterKey) *clusterv3.Cluster {
+func clPassthrough(k clIn) *clusterv3.Cluster {
 	c := &clusterv3.Cluster{
 		Name:                 PassthroughCluster,
 		AltStatName:          PassthroughCluster + ";",
@@ -484,7 +490,7 @@ func clPassthrough(k *ClusterKey) *clusterv3.Cluster {
 // clInboundPassthrough is the passthrough cluster renamed, without
 // filters, bound to 127.0.0.6 (its alt_stat_name stays PassthroughCluster;
 // as in istiod).
-func clInboundPassthrough(k *ClusterKey) *clusterv3.Cluster {
+func clInboundPassthrough(k clIn) *clusterv3.Cluster {
 	c := clPassthrough(k)
 	c.Name = InboundPassthroughCluster
 	c.Filters = nil
@@ -543,7 +549,7 @@ func clFindSubset(dr *networking.DestinationRule, name string) *networking.Subse
 // LOGICAL_DNS cluster: the service's endpoints for the port and subset
 // (hostnames included), or for a ServiceEntry without endpoints or
 // selector, its host itself.
-func clDNSEndpoints(k *ClusterKey, p clPolicy) []*endpointv3.LocalityLbEndpoints {
+func clDNSEndpoints(k clIn, p clPolicy) []*endpointv3.LocalityLbEndpoints {
 	in := clDNSEndpointsInput(k, p)
 	if k.Endpoints != nil && len(k.Endpoints.Groups) > 0 {
 		return epBuildLocalities(in)
@@ -555,8 +561,8 @@ func clDNSEndpoints(k *ClusterKey, p clPolicy) []*endpointv3.LocalityLbEndpoints
 	if k.Port.TargetPort != 0 {
 		port = k.Port.TargetPort
 	}
-	name := k.Syms.String(k.Service.Name)
-	ns := k.Syms.String(k.Service.Key.Namespace)
+	name := k.names.String(k.Service.Name)
+	ns := k.names.String(k.Service.Key.Namespace)
 	return []*endpointv3.LocalityLbEndpoints{{
 		Locality: &corev3.Locality{},
 		LbEndpoints: []*endpointv3.LbEndpoint{{
@@ -575,9 +581,9 @@ func clDNSEndpoints(k *ClusterKey, p clPolicy) []*endpointv3.LocalityLbEndpoints
 	}}
 }
 
-func clDNSEndpointsInput(k *ClusterKey, p clPolicy) *epInput {
+func clDNSEndpointsInput(k clIn, p clPolicy) *epInput {
 	in := &epInput{
-		syms: k.Syms, labels: k.Labels, svc: k.Service, shard: k.Endpoints, port: k.Port,
+		names: k.names, svc: k.Service, shard: k.Endpoints, port: k.Port,
 		subsetLabels: k.SubsetLabels, clusterID: k.ClusterID, hostnames: true,
 		sendUnhealthy: p.outlierDetection.GetMinHealthPercent() <= 0,
 		mtlsDisabled:  k.MTLS == ServiceMTLSDisable || (p.tls != nil && p.tls.Mode != networking.ClientTLSSettings_ISTIO_MUTUAL),
@@ -589,7 +595,7 @@ func clDNSEndpointsInput(k *ClusterKey, p clPolicy) *epInput {
 // describes: a DNS cluster with no endpoint for its port and subset (Envoy
 // rejects a STRICT_DNS cluster without hosts). The engine asks before
 // generating; it allocates nothing.
-func ClusterSkipped(k *ClusterKey) bool {
+func ClusterSkipped(n index.Names, k *ClusterKey) bool {
 	if k.Role != ClusterOutbound || k.Service == nil || k.ProxyType == ProxyGRPC {
 		return false
 	}
@@ -622,7 +628,7 @@ func ClusterSkipped(k *ClusterKey) bool {
 			if e.Health == index.HealthDraining || (e.Health == index.HealthUnhealthy && !sendUnhealthy) {
 				continue
 			}
-			if k.SubsetLabels != 0 && !k.Labels.Matches(k.SubsetLabels, e.Labels) {
+			if k.SubsetLabels != 0 && !n.Matches(k.SubsetLabels, e.Labels) {
 				continue
 			}
 			if e.Addr.IsValid() || e.Hostname != 0 {

@@ -86,12 +86,13 @@ func ClusterDirect(k *ClusterKey) bool {
 // AppendCluster is the direct encoding of a cluster [ClusterDirect]
 // accepts, for [ResourceAppend]: prefix, then the cluster as a
 // length-delimited value. [Cluster] is its reference.
-func AppendCluster(prefix []byte, k *ClusterKey) (string, []byte) {
+func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byte) {
+	k := clIn{key, n}
 	host := clHostname(k)
-	ns := k.Syms.String(k.Service.Key.Namespace)
+	ns := k.names.String(k.Service.Key.Namespace)
 	short := host
 	if k.Service.Origin == index.OriginKubernetes && k.Service.Name != 0 {
-		short = k.Syms.String(k.Service.Name)
+		short = k.names.String(k.Service.Name)
 	}
 	size := len(prefix) + 3 + cdFixedSize + 3*(len(host)+24) + len(host) + len(short) + len(ns)
 	if cdAutoMTLS(k) {
@@ -208,7 +209,7 @@ func cdAppendConnectTimeout(dst []byte, m *Mesh) []byte {
 // mesh-external service, then services: [{host, name, namespace}] — the
 // keys sorted, as the deterministic marshal of clOutbound's Struct gives.
 // Every length is computed before it is written, so nothing is moved.
-func cdAppendMetadata(dst []byte, k *ClusterKey, host, short, ns string) []byte {
+func cdAppendMetadata(dst []byte, k clIn, host, short, ns string) []byte {
 	svc := cdStringFieldSize("host", host) + cdStringFieldSize("name", short) + cdStringFieldSize("namespace", ns)
 	structValue := cdLenSize(svc)  // Value{struct_value}
 	list := cdLenSize(structValue) // ListValue{values: [that]}
@@ -280,9 +281,14 @@ func cdAppendBoolField(dst []byte, key string, b bool) []byte {
 // ClusterResource returns the cached cluster k describes, encoded directly
 // when [ClusterDirect] accepts k and built by [Cluster] otherwise (the same
 // cache key either way: the two encodings describe the same message).
-func ClusterResource(c *Cache, typeURL string, k *ClusterKey) (*Entry, error) {
+func ClusterResource(c *Cache, n index.Names, k *ClusterKey) (*Entry, error) {
 	if ClusterDirect(k) {
-		return ResourceAppend(c, KindCluster, typeURL, k, AppendCluster, Cluster)
+		return Resource(c, n, k, clusterDirectGen)
 	}
-	return Resource(c, KindCluster, typeURL, k, Cluster)
+	return Resource(c, n, k, clusterGen)
 }
+
+var (
+	clusterGen       = resourceGen(KindCluster, ClusterType, Cluster)
+	clusterDirectGen = resourceGenAppend(KindCluster, ClusterType, Cluster, AppendCluster)
+)

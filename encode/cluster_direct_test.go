@@ -19,7 +19,7 @@ import (
 // every input it reads: service origin and exposure, port protocol, proxy
 // type, mTLS mode and service accounts, mesh settings, and hosts long
 // enough that nested lengths take two bytes.
-func directClusterKeys(t *testing.T) []*encode.ClusterKey {
+func directClusterKeys(t *testing.T) (index.Names, []*encode.ClusterKey) {
 	f := newFixture(t)
 	long := strings.Repeat("a", 150) + ".example"
 	protocols := []index.Protocol{index.ProtocolHTTP, index.ProtocolHTTP2, index.ProtocolGRPC, index.ProtocolGRPCWeb, index.ProtocolTCP, index.ProtocolUnknown, index.ProtocolTLS}
@@ -73,19 +73,19 @@ func directClusterKeys(t *testing.T) []*encode.ClusterKey {
 			}
 		}
 	}
-	return keys
+	return f.names(), keys
 }
 
 // TestAppendClusterMatchesReference: for every input the direct encoder
 // reads, its cluster is the message [encode.Cluster] builds.
 func TestAppendClusterMatchesReference(t *testing.T) {
-	keys := directClusterKeys(t)
+	names, keys := directClusterKeys(t)
 	if len(keys) < 500 {
 		t.Fatalf("only %d direct keys", len(keys))
 	}
 	prefix := protowire.AppendTag(protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), typeCluster), 2, protowire.BytesType)
 	for _, k := range keys {
-		name, b := encode.AppendCluster(prefix, k)
+		name, b := encode.AppendCluster(prefix, names, k)
 		var a anypb.Any
 		if err := proto.Unmarshal(b, &a); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -94,7 +94,7 @@ func TestAppendClusterMatchesReference(t *testing.T) {
 		if err := a.UnmarshalTo(got); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		refName, ref := encode.Cluster(k)
+		refName, ref := encode.Cluster(names, k)
 		if name != refName || !proto.Equal(got, ref) {
 			t.Fatalf("%s (reference %s), key %+v:\ndirect:    %s\nreference: %s", name, refName, k, protojson.Format(got), protojson.Format(ref))
 		}

@@ -70,14 +70,14 @@ func cdMsgBytes(m proto.Message) []byte {
 
 // cdAutoMTLS reports whether applyUpstreamTLS gives a cluster without a
 // DestinationRule auto mTLS: an in-mesh service whose mTLS mode is known.
-func cdAutoMTLS(k *ClusterKey) bool {
+func cdAutoMTLS(k clIn) bool {
 	return !k.Service.MeshExternal && (k.Mesh == nil || k.Mesh.EnableAutoMTLS) &&
 		k.MTLS != ServiceMTLSUnknown && k.MTLS != ServiceMTLSDisable
 }
 
 // cdAppendAutoMTLS appends the auto mTLS transport socket matches when
 // they apply.
-func cdAppendAutoMTLS(dst []byte, k *ClusterKey, host string, h2 bool) []byte {
+func cdAppendAutoMTLS(dst []byte, k clIn, host string, h2 bool) []byte {
 	if !cdAutoMTLS(k) {
 		return dst
 	}
@@ -85,14 +85,14 @@ func cdAppendAutoMTLS(dst []byte, k *ClusterKey, host string, h2 bool) []byte {
 	var scratch [8]string
 	sas := scratch[:0]
 	for _, sa := range k.ServiceAccounts {
-		sas = append(sas, k.Syms.String(sa))
+		sas = append(sas, k.names.String(sa))
 	}
 	slices.Sort(sas)
 	td := "cluster.local"
 	if k.Mesh != nil && k.Mesh.TrustDomain != "" {
 		td = k.Mesh.TrustDomain
 	}
-	ns := k.Syms.String(k.Service.Key.Namespace)
+	ns := k.names.String(k.Service.Key.Namespace)
 	sanPrefix := len("spiffe://") + len(td) + len("/ns/") + len(ns) + len("/sa/")
 
 	sans := 0

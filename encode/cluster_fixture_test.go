@@ -24,6 +24,9 @@ func newFixture(t testing.TB) *fixture {
 	return &fixture{t: t, w: index.NewWriter()}
 }
 
+// names is the view generators resolve the fixture's symbols with.
+func (f *fixture) names() index.Names { return f.w.Names() }
+
 func (f *fixture) sym(s string) index.Sym { return f.w.Symbols().Intern(s) }
 
 // labels interns k1, v1, k2, v2...
@@ -125,8 +128,6 @@ func (f *fixture) clusterKey(svc index.ServiceKey) *encode.ClusterKey {
 		Role:      encode.ClusterOutbound,
 		Mesh:      encode.DefaultMesh(),
 		ProxyType: encode.ProxySidecar,
-		Syms:      f.snap.Symbols,
-		Labels:    f.snap.Labels,
 		Service:   s,
 		Port:      s.Ports[0],
 		MTLS:      encode.ServiceMTLSPermissive,
@@ -139,8 +140,6 @@ func (f *fixture) endpointsKey(svc index.ServiceKey) *encode.EndpointsKey {
 	s := f.svc(svc)
 	return &encode.EndpointsKey{
 		ClusterName:   encode.ClusterName(s.Ports[0].Number, "", f.snap.String(s.Key.Host)),
-		Syms:          f.snap.Symbols,
-		Labels:        f.snap.Labels,
 		Service:       s,
 		Shard:         f.snap.Endpoints(s.Key),
 		Port:          s.Ports[0],

@@ -12,7 +12,7 @@ import (
 // implements (lb policy, max_requests, explicit ISTIO_MUTUAL through
 // certificate provider instances). gRPC gets no auto mTLS: istiod cannot
 // know whether the client uses xDS credentials.
-func clGRPC(k *ClusterKey) *clusterv3.Cluster {
+func clGRPC(k clIn) *clusterv3.Cluster {
 	host := clHostname(k)
 	name := ClusterName(k.Port.Number, k.Subset, host)
 	c := &clusterv3.Cluster{

@@ -94,16 +94,16 @@ func clIstioMetadata(c *clusterv3.Cluster) *structpb.Struct {
 
 // clServiceMetadata is istiod's buildServiceMetadata: host, short name and
 // namespace. A ServiceEntry's short name is its host, as in istiod.
-func clServiceMetadata(k *ClusterKey, svc *index.Service) *structpb.Value {
-	host := k.Syms.String(svc.Key.Host)
+func clServiceMetadata(k clIn, svc *index.Service) *structpb.Value {
+	host := k.names.String(svc.Key.Host)
 	name := host
 	if svc.Origin == index.OriginKubernetes && svc.Name != 0 {
-		name = k.Syms.String(svc.Name)
+		name = k.names.String(svc.Name)
 	}
 	return &structpb.Value{Kind: &structpb.Value_StructValue{StructValue: &structpb.Struct{Fields: map[string]*structpb.Value{
 		"host":      clStructString(host),
 		"name":      clStructString(name),
-		"namespace": clStructString(k.Syms.String(svc.Key.Namespace)),
+		"namespace": clStructString(k.names.String(svc.Key.Namespace)),
 	}}}}
 }
 
@@ -116,10 +116,10 @@ func clSetServiceMetadata(c *clusterv3.Cluster, services ...*structpb.Value) {
 
 // clAddConfigMetadata sets filter_metadata.istio.config to the
 // DestinationRule's API path, as istiod's AddConfigInfoMetadata does.
-func clAddConfigMetadata(c *clusterv3.Cluster, k *ClusterKey) {
+func clAddConfigMetadata(c *clusterv3.Cluster, k clIn) {
 	cfg := k.DestinationRule
-	path := "/apis/networking.istio.io/v1/namespaces/" + k.Syms.String(cfg.Key.Namespace) +
-		"/destination-rule/" + k.Syms.String(cfg.Key.Name)
+	path := "/apis/networking.istio.io/v1/namespaces/" + k.names.String(cfg.Key.Namespace) +
+		"/destination-rule/" + k.names.String(cfg.Key.Name)
 	clIstioMetadata(c).Fields["config"] = clStructString(path)
 }
 

@@ -13,7 +13,7 @@ import (
 // server: the same cluster under the name sidecars send as SNI
 // (outbound_.PORT_.SUBSET_.HOST) and without any upstream TLS, since the
 // client's mTLS passes through the gateway untouched.
-func clSNIDNAT(k *ClusterKey) *clusterv3.Cluster {
+func clSNIDNAT(k clIn) *clusterv3.Cluster {
 	c := clOutbound(k)
 	name := ClusterSNI(k.Port.Number, k.Subset, clHostname(k))
 	c.Name = name

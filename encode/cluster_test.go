@@ -27,15 +27,15 @@ const (
 // genCluster generates k's cluster through a verifying cache (twice: a miss
 // and a verified hit; a directly encoded cluster is checked against its
 // reference generator both times), decodes the cached bytes and validates them.
-func genCluster(t *testing.T, k *encode.ClusterKey) *clusterv3.Cluster {
+func genCluster(t *testing.T, n index.Names, k *encode.ClusterKey) *clusterv3.Cluster {
 	t.Helper()
 	cache := encode.NewCache()
 	cache.SetVerify(true)
-	e, err := encode.ClusterResource(cache, typeCluster, k)
+	e, err := encode.ClusterResource(cache, n, k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := encode.ClusterResource(cache, typeCluster, k); err != nil {
+	if _, err := encode.ClusterResource(cache, n, k); err != nil {
 		t.Fatal(err)
 	}
 	var a anypb.Any
@@ -101,7 +101,7 @@ func TestClusterOutboundDefaults(t *testing.T) {
 	f := newFixture(t)
 	svc := meshSvc(f)
 	f.apply()
-	c := genCluster(t, f.clusterKey(svc))
+	c := genCluster(t, f.names(), f.clusterKey(svc))
 
 	name := "outbound|80||random-0.host.example"
 	eq(t, "name", c.Name, name)
@@ -167,41 +167,41 @@ func TestClusterServiceKinds(t *testing.T) {
 	f.apply()
 
 	t.Run("mesh external", func(t *testing.T) {
-		c := genCluster(t, f.clusterKey(ext))
+		c := genCluster(t, f.names(), f.clusterKey(ext))
 		eq(t, "external", c.Metadata.FilterMetadata["istio"].Fields["external"].GetBoolValue(), true)
 		eq(t, "no auto mTLS", len(c.TransportSocketMatches)+boolInt(c.TransportSocket != nil), 0)
 	})
 	t.Run("kubernetes service name", func(t *testing.T) {
-		c := genCluster(t, f.clusterKey(kube))
+		c := genCluster(t, f.names(), f.clusterKey(kube))
 		svcMeta := c.Metadata.FilterMetadata["istio"].Fields["services"].GetListValue().GetValues()[0].GetStructValue().Fields
 		eq(t, "name", svcMeta["name"].GetStringValue(), "reviews")
 		eq(t, "host", svcMeta["host"].GetStringValue(), "reviews.bookinfo.svc.cluster.local")
 	})
 	t.Run("grpc port is HTTP/2", func(t *testing.T) {
-		c := genCluster(t, f.clusterKey(grpcSvc))
+		c := genCluster(t, f.names(), f.clusterKey(grpcSvc))
 		o := httpOptions(t, c)
 		eq(t, "explicit http2", o.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil, true)
 		alpn := upstreamTLS(t, c.TransportSocketMatches[0].TransportSocket).CommonTlsContext.AlpnProtocols
 		eq(t, "alpn h2", len(alpn) == 3 && alpn[2] == "h2", true)
 	})
 	t.Run("auto-detected port uses the downstream protocol on sidecars", func(t *testing.T) {
-		c := genCluster(t, f.clusterKey(auto))
+		c := genCluster(t, f.names(), f.clusterKey(auto))
 		o := httpOptions(t, c)
 		eq(t, "use_downstream_protocol", o.GetUseDownstreamProtocolConfig().GetHttp2ProtocolOptions() != nil, true)
 		k := f.clusterKey(auto)
 		k.ProxyType = encode.ProxyRouter
-		eq(t, "router: none", genCluster(t, k).TypedExtensionProtocolOptions == nil, true)
+		eq(t, "router: none", genCluster(t, f.names(), k).TypedExtensionProtocolOptions == nil, true)
 	})
 	t.Run("passthrough is ORIGINAL_DST on sidecars, EDS on routers", func(t *testing.T) {
 		k := f.clusterKey(headless)
 		k.MTLS = encode.ServiceMTLSDisable
-		c := genCluster(t, k)
+		c := genCluster(t, f.names(), k)
 		eq(t, "type", c.GetType(), clusterv3.Cluster_ORIGINAL_DST)
 		eq(t, "lb", c.LbPolicy, clusterv3.Cluster_CLUSTER_PROVIDED)
 		eq(t, "no eds", c.EdsClusterConfig == nil, true)
 		eq(t, "port override", c.GetOriginalDstLbConfig().GetUpstreamPortOverride().GetValue(), uint32(15432))
 		k.ProxyType = encode.ProxyRouter
-		eq(t, "router type", genCluster(t, k).GetType(), clusterv3.Cluster_EDS)
+		eq(t, "router type", genCluster(t, f.names(), k).GetType(), clusterv3.Cluster_EDS)
 	})
 }
 
@@ -238,7 +238,7 @@ func TestClusterDNS(t *testing.T) {
 	t.Run("STRICT_DNS with endpoints", func(t *testing.T) {
 		k := f.clusterKey(strict)
 		k.Endpoints = f.snap.Endpoints(strict)
-		c := genCluster(t, k)
+		c := genCluster(t, f.names(), k)
 		eq(t, "type", c.GetType(), clusterv3.Cluster_STRICT_DNS)
 		eq(t, "family", c.DnsLookupFamily, clusterv3.Cluster_V4_ONLY)
 		eq(t, "respect ttl", c.RespectDnsTtl, true)                     //nolint:staticcheck
@@ -252,22 +252,22 @@ func TestClusterDNS(t *testing.T) {
 		eq(t, "hostname", la.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().GetAddress(), "db-1.example.com")
 		eq(t, "port", la.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().GetPortValue(), uint32(5432))
 		eq(t, "locality weight", la.Endpoints[0].LoadBalancingWeight.GetValue(), uint32(3))
-		eq(t, "skipped", encode.ClusterSkipped(k), false)
+		eq(t, "skipped", encode.ClusterSkipped(f.names(), k), false)
 		k.IPv6 = true
-		eq(t, "ipv6 family", genCluster(t, k).DnsLookupFamily, clusterv3.Cluster_V6_ONLY)
+		eq(t, "ipv6 family", genCluster(t, f.names(), k).DnsLookupFamily, clusterv3.Cluster_V6_ONLY)
 	})
 	t.Run("LOGICAL_DNS without endpoints resolves the host", func(t *testing.T) {
 		k := f.clusterKey(hostOnly)
-		c := genCluster(t, k)
+		c := genCluster(t, f.names(), k)
 		eq(t, "type", c.GetType(), clusterv3.Cluster_LOGICAL_DNS)
 		lbe := c.LoadAssignment.Endpoints[0].LbEndpoints[0]
 		eq(t, "host", lbe.GetEndpoint().GetAddress().GetSocketAddress().GetAddress(), "api.example.com")
 		eq(t, "target port", lbe.GetEndpoint().GetAddress().GetSocketAddress().GetPortValue(), uint32(8443))
 		eq(t, "workload", lbe.Metadata.FilterMetadata["istio"].Fields["workload"].GetStringValue(), "api;default;api;;Kubernetes")
-		eq(t, "skipped", encode.ClusterSkipped(k), false)
+		eq(t, "skipped", encode.ClusterSkipped(f.names(), k), false)
 	})
 	t.Run("DNS with a selector and no workloads is left out", func(t *testing.T) {
-		eq(t, "skipped", encode.ClusterSkipped(f.clusterKey(selector)), true)
+		eq(t, "skipped", encode.ClusterSkipped(f.names(), f.clusterKey(selector)), true)
 	})
 }
 
@@ -624,7 +624,7 @@ func TestClusterDestinationRule(t *testing.T) {
 				k.Subset = tc.subset
 				k.SubsetLabels = f.labels("version", "v2")
 			}
-			tc.check(t, genCluster(t, k))
+			tc.check(t, genCluster(t, f.names(), k))
 		})
 	}
 }
@@ -639,12 +639,12 @@ func TestClusterPeerAuthenticationDisable(t *testing.T) {
 	f.apply()
 	k := f.clusterKey(svc)
 	k.MTLS = encode.ServiceMTLSDisable
-	c := genCluster(t, k)
+	c := genCluster(t, f.names(), k)
 	eq(t, "no auto mTLS", c.TransportSocket == nil && len(c.TransportSocketMatches) == 0, true)
 	k.MTLS = encode.ServiceMTLSStrict
-	eq(t, "strict keeps auto mTLS", len(genCluster(t, k).TransportSocketMatches), 2)
+	eq(t, "strict keeps auto mTLS", len(genCluster(t, f.names(), k).TransportSocketMatches), 2)
 	k.Mesh = &encode.Mesh{ConnectTimeout: time.Second, EnableAutoMTLS: false}
-	c = genCluster(t, k)
+	c = genCluster(t, f.names(), k)
 	eq(t, "auto mTLS off in mesh", len(c.TransportSocketMatches), 0)
 	eq(t, "mesh connect timeout", c.ConnectTimeout.AsDuration(), time.Second)
 }
@@ -652,18 +652,18 @@ func TestClusterPeerAuthenticationDisable(t *testing.T) {
 func TestClusterFixed(t *testing.T) {
 	f := newFixture(t)
 	f.apply()
-	base := encode.ClusterKey{Mesh: encode.DefaultMesh(), Syms: f.snap.Symbols, Labels: f.snap.Labels}
+	base := encode.ClusterKey{Mesh: encode.DefaultMesh()}
 
 	k := base
 	k.Role = encode.ClusterBlackHole
-	c := genCluster(t, &k)
+	c := genCluster(t, f.names(), &k)
 	eq(t, "name", c.Name, "BlackHoleCluster")
 	eq(t, "type", c.GetType(), clusterv3.Cluster_STATIC)
 	eq(t, "alt", c.AltStatName, "BlackHoleCluster;")
 	eq(t, "timeout", c.ConnectTimeout.AsDuration(), 10*time.Second)
 
 	k.Role = encode.ClusterPassthrough
-	c = genCluster(t, &k)
+	c = genCluster(t, f.names(), &k)
 	eq(t, "name", c.Name, "PassthroughCluster")
 	eq(t, "type", c.GetType(), clusterv3.Cluster_ORIGINAL_DST)
 	eq(t, "lb", c.LbPolicy, clusterv3.Cluster_CLUSTER_PROVIDED)
@@ -674,13 +674,13 @@ func TestClusterFixed(t *testing.T) {
 	eq(t, "breakers", c.CircuitBreakers.Thresholds[0].MaxConnections.GetValue(), uint32(math.MaxUint32))
 
 	k.Role = encode.ClusterInboundPassthrough
-	c = genCluster(t, &k)
+	c = genCluster(t, f.names(), &k)
 	eq(t, "name", c.Name, "InboundPassthroughCluster")
 	eq(t, "alt", c.AltStatName, "PassthroughCluster;")
 	eq(t, "no filters", len(c.Filters), 0)
 	eq(t, "bind", c.UpstreamBindConfig.GetSourceAddress().GetAddress(), "127.0.0.6")
 	k.IPv6 = true
-	eq(t, "bind v6", genCluster(t, &k).UpstreamBindConfig.GetSourceAddress().GetAddress(), "::6")
+	eq(t, "bind v6", genCluster(t, f.names(), &k).UpstreamBindConfig.GetSourceAddress().GetAddress(), "::6")
 }
 
 func TestClusterInbound(t *testing.T) {
@@ -695,10 +695,9 @@ func TestClusterInbound(t *testing.T) {
 	s := f.svc(proxySvc)
 	k := &encode.ClusterKey{
 		Role: encode.ClusterInbound, Mesh: encode.DefaultMesh(), ProxyType: encode.ProxySidecar,
-		Syms: f.snap.Symbols, Labels: f.snap.Labels,
 		Service: s, Port: s.Ports[0], TargetPort: 8080, Inbound: []*index.Service{s},
 	}
-	c := genCluster(t, k)
+	c := genCluster(t, f.names(), k)
 	eq(t, "name", c.Name, "inbound|8080||")
 	eq(t, "alt", c.AltStatName, "inbound|8080||;")
 	eq(t, "type", c.GetType(), clusterv3.Cluster_ORIGINAL_DST)
@@ -711,11 +710,11 @@ func TestClusterInbound(t *testing.T) {
 	eq(t, "services", c.Metadata.FilterMetadata["istio"].Fields["services"].GetListValue().GetValues()[0].GetStructValue().Fields["host"].GetStringValue(), "example.com")
 
 	k.Port, k.TargetPort = s.Ports[1], 9090
-	eq(t, "auto port", httpOptions(t, genCluster(t, k)).GetUseDownstreamProtocolConfig() != nil, true)
+	eq(t, "auto port", httpOptions(t, genCluster(t, f.names(), k)).GetUseDownstreamProtocolConfig() != nil, true)
 
 	e := f.svc(external)
 	k.Service, k.Port, k.Inbound = e, e.Ports[0], []*index.Service{e}
-	eq(t, "external: no metadata", genCluster(t, k).Metadata == nil, true)
+	eq(t, "external: no metadata", genCluster(t, f.names(), k).Metadata == nil, true)
 }
 
 func TestClusterGRPC(t *testing.T) {
@@ -724,7 +723,7 @@ func TestClusterGRPC(t *testing.T) {
 	f.apply()
 	k := f.clusterKey(svc)
 	k.ProxyType = encode.ProxyGRPC
-	c := genCluster(t, k)
+	c := genCluster(t, f.names(), k)
 	eq(t, "name", c.Name, "outbound|80||random-0.host.example")
 	eq(t, "alt", c.AltStatName, "outbound|80||random-0.host.example;")
 	eq(t, "type", c.GetType(), clusterv3.Cluster_EDS)
@@ -743,7 +742,7 @@ func TestClusterGRPC(t *testing.T) {
 	})
 	k.Service = f.svc(svc)
 	k.ServiceAccounts = []index.Sym{f.sym("random")}
-	c = genCluster(t, k)
+	c = genCluster(t, f.names(), k)
 	eq(t, "lb", c.LbPolicy, clusterv3.Cluster_LEAST_REQUEST)
 	eq(t, "max_requests", c.CircuitBreakers.Thresholds[0].MaxRequests.GetValue(), uint32(64))
 	eq(t, "only max_requests", c.CircuitBreakers.Thresholds[0].MaxConnections == nil, true)
@@ -806,10 +805,10 @@ func TestClusterGRPCSubsetAndHash(t *testing.T) {
 		}},
 	})
 	k.Service = f.svc(svc)
-	c := genCluster(t, k)
+	c := genCluster(t, f.names(), k)
 	eq(t, "RANDOM is not a gRPC policy: left at the default", c.LbPolicy, clusterv3.Cluster_ROUND_ROBIN)
 	k.Subset, k.SubsetLabels = "v1", f.labels("version", "v1")
-	c = genCluster(t, k)
+	c = genCluster(t, f.names(), k)
 	eq(t, "name", c.Name, "outbound|80|v1|random-0.host.example")
 	eq(t, "eds name", c.EdsClusterConfig.GetServiceName(), c.Name)
 	eq(t, "ring hash", c.LbPolicy, clusterv3.Cluster_RING_HASH)

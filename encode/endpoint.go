@@ -15,14 +15,18 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
+// EndpointsGen generates EndpointsKey's assignment, encoded directly.
+var EndpointsGen = resourceGenAppend(KindEndpoint, ClusterLoadAssignmentType, ClusterLoadAssignment, AppendClusterLoadAssignment)
+
+// ClusterLoadAssignmentType is the type URL of EDS resources.
+const ClusterLoadAssignmentType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+
 // EndpointsKey holds every input of [ClusterLoadAssignment]. Proxy-specific
 // inputs (Locality) are set only when they change the output, so that
 // proxies of every locality share one encoding otherwise.
 type EndpointsKey struct {
 	// ClusterName is the requested cluster name, echoed as the CLA's name.
 	ClusterName string
-	Syms        *index.Symbols
-	Labels      *index.LabelSets
 	// Service is nil when the cluster names no visible service: the CLA is
 	// then empty, as istiod sends it.
 	Service *index.Service
@@ -75,7 +79,7 @@ func (k *EndpointsKey) Hash() uint64 {
 
 // ClusterLoadAssignment builds the EDS resource k describes (istiod's
 // EndpointBuilder.BuildClusterLoadAssignment). It is a pure function of k.
-func ClusterLoadAssignment(k *EndpointsKey) (string, proto.Message) {
+func ClusterLoadAssignment(n index.Names, k *EndpointsKey) (string, proto.Message) {
 	cla := &endpointv3.ClusterLoadAssignment{ClusterName: k.ClusterName}
 	svc := k.Service
 	if svc == nil || k.Shard == nil || svc.PortByNumber(k.Port.Number) == nil ||
@@ -85,7 +89,7 @@ func ClusterLoadAssignment(k *EndpointsKey) (string, proto.Message) {
 		return k.ClusterName, cla
 	}
 	cla.Endpoints = epBuildLocalities(&epInput{
-		syms: k.Syms, labels: k.Labels, svc: svc, shard: k.Shard, port: k.Port,
+		names: n, svc: svc, shard: k.Shard, port: k.Port,
 		subsetLabels: k.SubsetLabels, mtlsDisabled: k.MTLSDisabled, sendUnhealthy: k.SendUnhealthy,
 		clusterID: k.ClusterID,
 	})
@@ -113,8 +117,7 @@ func ClusterLoadAssignment(k *EndpointsKey) (string, proto.Message) {
 // epInput is what endpoint conversion reads, shared by EDS and the
 // inline load assignments of DNS clusters.
 type epInput struct {
-	syms          *index.Symbols
-	labels        *index.LabelSets
+	names         index.Names
 	svc           *index.Service
 	shard         *index.EndpointShard
 	port          index.Port
@@ -138,7 +141,7 @@ type epCandidate struct {
 
 // epCompare orders endpoints by locality, address (IPs before hostnames),
 // port, then source order: a total order, so the output is deterministic.
-func epCompare(syms *index.Symbols) func(a, b epCandidate) int {
+func epCompare(names index.Names) func(a, b epCandidate) int {
 	return func(a, b epCandidate) int {
 		if c := cmp.Compare(a.locality, b.locality); c != 0 {
 			return c
@@ -155,7 +158,7 @@ func epCompare(syms *index.Symbols) func(a, b epCandidate) int {
 			}
 			return 1
 		default:
-			if c := cmp.Compare(syms.String(a.ep.Hostname), syms.String(b.ep.Hostname)); c != 0 {
+			if c := cmp.Compare(names.String(a.ep.Hostname), names.String(b.ep.Hostname)); c != 0 {
 				return c
 			}
 		}
@@ -191,7 +194,7 @@ func epCollectInto(in *epInput, cands []epCandidate) []epCandidate {
 		g := &in.shard.Groups[gi]
 		port, ok := epEndpointPort(in.svc, g, in.port)
 		// Inline ServiceEntry endpoints are named NAME-INDEX as istiod does.
-		inline := svcName != "" && epIsInlineGroup(in.syms.String(g.Source), svcName)
+		inline := svcName != "" && epIsInlineGroup(in.names.String(g.Source), svcName)
 		base := seOffset
 		if inline {
 			seOffset += len(g.Endpoints)
@@ -210,16 +213,16 @@ func epCollectInto(in *epInput, cands []epCandidate) []epCandidate {
 			if e.Health == index.HealthDraining || (e.Health == index.HealthUnhealthy && !in.sendUnhealthy) {
 				continue
 			}
-			if in.subsetLabels != 0 && !in.labels.Matches(in.subsetLabels, e.Labels) {
+			if in.subsetLabels != 0 && !in.names.Matches(in.subsetLabels, e.Labels) {
 				continue
 			}
 			if !e.Addr.IsValid() && (e.Hostname == 0 || !in.hostnames) {
 				continue
 			}
-			cands = append(cands, epCandidate{ep: e, port: port, locality: in.syms.String(e.Locality), seq: s, inline: inline})
+			cands = append(cands, epCandidate{ep: e, port: port, locality: in.names.String(e.Locality), seq: s, inline: inline})
 		}
 	}
-	slices.SortFunc(cands, epCompare(in.syms))
+	slices.SortFunc(cands, epCompare(in.names))
 	return cands
 }
 
@@ -227,7 +230,7 @@ func epCollectInto(in *epInput, cands []epCandidate) []epCandidate {
 // after (NAME-INDEX), or "".
 func epServiceEntryName(in *epInput) string {
 	if in.svc.Origin == index.OriginServiceEntry && in.svc.Name != 0 {
-		return in.syms.String(in.svc.Name)
+		return in.names.String(in.svc.Name)
 	}
 	return ""
 }
@@ -241,10 +244,9 @@ func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
 		return nil
 	}
 	svcName := epServiceEntryName(in)
-	ns := in.syms.String(in.svc.Key.Namespace)
-	lk := epNewLabelKeys(in.syms)
+	ns := in.names.String(in.svc.Key.Namespace)
 	metas := map[epMetaKey]*corev3.Metadata{}
-	addrs := epAddresses(in.syms, cands)
+	addrs := epAddresses(in.names, cands)
 	// The messages of all endpoints are allocated in bulk: seven per
 	// assignment instead of seven per endpoint.
 	n := len(cands)
@@ -275,14 +277,14 @@ func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
 		wl := ""
 		switch {
 		case c.ep.Workload != 0:
-			wl = epWorkloadName(in.syms, in.labels, &lk, c.ep.Labels, in.syms.String(c.ep.Workload))
+			wl = epWorkloadName(in.names, c.ep.Labels, in.names.String(c.ep.Workload))
 		case c.inline:
 			wl = svcName + "-" + strconv.Itoa(int(c.seq))
 		}
 		mk := epMetaKey{tls: c.ep.TLSMode == index.TLSModeIstio && !in.mtlsDisabled, workload: wl, labels: c.ep.Labels}
 		md, ok := metas[mk]
 		if !ok {
-			md = epMetadata(in, &lk, mk, ns)
+			md = epMetadata(in, mk, ns)
 			metas[mk] = md
 		}
 		ports[i].PortValue = c.port
@@ -309,14 +311,14 @@ func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
 
 // epAddresses renders the candidates' addresses into one buffer and returns
 // them as strings sharing it (the buffer is never written again).
-func epAddresses(syms *index.Symbols, cands []epCandidate) []string {
+func epAddresses(names index.Names, cands []epCandidate) []string {
 	buf := make([]byte, 0, 16*len(cands))
 	ends := make([]int, len(cands))
 	for i := range cands {
 		if e := cands[i].ep; e.Addr.IsValid() {
 			buf = e.Addr.AppendTo(buf)
 		} else {
-			buf = append(buf, syms.String(e.Hostname)...)
+			buf = append(buf, names.String(e.Hostname)...)
 		}
 		ends[i] = len(buf)
 	}
@@ -379,12 +381,12 @@ var epTLSMatch = &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": 
 // epMetadata is istiod's AppendLbEndpointMetadata: the tlsMode transport
 // socket match, and the compressed telemetry label
 // "workload;namespace;canonical-name;canonical-revision;cluster".
-func epMetadata(in *epInput, lk *epLabelKeys, k epMetaKey, ns string) *corev3.Metadata {
+func epMetadata(in *epInput, k epMetaKey, ns string) *corev3.Metadata {
 	md := &corev3.Metadata{FilterMetadata: make(map[string]*structpb.Struct, 2)}
 	if k.tls {
 		md.FilterMetadata["envoy.transport_socket_match"] = epTLSMatch
 	}
-	name, rev := epCanonicalService(in.syms, in.labels, lk, k.labels, k.workload)
+	name, rev := epCanonicalService(in.names, k.labels, k.workload)
 	if rev == "latest" {
 		rev = ""
 	}

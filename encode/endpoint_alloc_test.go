@@ -32,11 +32,11 @@ func TestClusterLoadAssignmentAllocs(t *testing.T) {
 			f.endpoints(svc, "reviews-abc", []index.EndpointPort{f.epPort("http", 8080)}, eps...)
 			f.apply()
 			k := f.endpointsKey(svc)
-			if got := len(flatten(genCLA(t, k))); got != n {
+			if got := len(flatten(genCLA(t, f.names(), k))); got != n {
 				t.Fatalf("%d endpoints encoded, want %d", got, n)
 			}
 			prefix := []byte{0x0a, 0x01, 'x', 0x12}
-			allocs := testing.AllocsPerRun(50, func() { encode.AppendClusterLoadAssignment(prefix, k) })
+			allocs := testing.AllocsPerRun(50, func() { encode.AppendClusterLoadAssignment(prefix, f.names(), k) })
 			if allocs > 1 {
 				t.Errorf("AppendClusterLoadAssignment of %d endpoints: %.1f allocations, want 1", n, allocs)
 			}

@@ -16,15 +16,15 @@ import (
 
 // genCLA generates k's assignment through a verifying cache, decodes the
 // cached bytes and validates them.
-func genCLA(t *testing.T, k *encode.EndpointsKey) *endpointv3.ClusterLoadAssignment {
+func genCLA(t *testing.T, n index.Names, k *encode.EndpointsKey) *endpointv3.ClusterLoadAssignment {
 	t.Helper()
 	cache := encode.NewCache()
 	cache.SetVerify(true)
-	e, err := encode.Resource(cache, encode.KindEndpoint, typeEndpoint, k, encode.ClusterLoadAssignment)
+	e, err := encode.Resource(cache, n, k, encode.EndpointsGen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := encode.Resource(cache, encode.KindEndpoint, typeEndpoint, k, encode.ClusterLoadAssignment); err != nil {
+	if _, err := encode.Resource(cache, n, k, encode.EndpointsGen); err != nil {
 		t.Fatal(err)
 	}
 	var a anypb.Any
@@ -36,22 +36,12 @@ func genCLA(t *testing.T, k *encode.EndpointsKey) *endpointv3.ClusterLoadAssignm
 		t.Fatal(err)
 	}
 	mustValidate(t, cla)
-	// The direct encoder must describe the same message (every EDS test is
-	// also a differential test of AppendClusterLoadAssignment).
-	fast, err := encode.ResourceAppend(encode.NewCache(), encode.KindEndpoint, typeEndpoint, k, encode.AppendClusterLoadAssignment, encode.ClusterLoadAssignment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fa anypb.Any
-	if err := proto.Unmarshal(fast.Bytes, &fa); err != nil {
-		t.Fatal(err)
-	}
-	fcla := &endpointv3.ClusterLoadAssignment{}
-	if err := fa.UnmarshalTo(fcla); err != nil {
-		t.Fatal(err)
-	}
-	if !proto.Equal(fcla, cla) {
-		t.Fatalf("AppendClusterLoadAssignment differs from ClusterLoadAssignment:\n got %v\nwant %v", fcla, cla)
+	// The direct encoding must describe the reference generator's message
+	// (every EDS test is also a differential test of
+	// AppendClusterLoadAssignment).
+	_, ref := encode.ClusterLoadAssignment(n, k)
+	if !proto.Equal(cla, ref) {
+		t.Fatalf("AppendClusterLoadAssignment differs from ClusterLoadAssignment:\n got %v\nwant %v", cla, ref)
 	}
 	eq(t, "cla name", cla.ClusterName, k.ClusterName)
 	eq(t, "entry name", e.Name, k.ClusterName)
@@ -93,7 +83,7 @@ func TestEndpointsServiceEntry(t *testing.T) {
 	svc := f.serviceEntry("random-5.host.example", "default", "service-5", f.port("http", 80, index.ProtocolHTTP))
 	f.endpoints(svc, "service-5", nil, index.Endpoint{Addr: mustAddr("240.241.0.5"), TLSMode: index.TLSModeIstio})
 	f.apply()
-	cla := genCLA(t, f.endpointsKey(svc))
+	cla := genCLA(t, f.names(), f.endpointsKey(svc))
 
 	// istiod's output for the istio-bench http workload, field by field.
 	eq(t, "localities", len(cla.Endpoints), 1)
@@ -122,7 +112,7 @@ func TestEndpointsPorts(t *testing.T) {
 	f.apply()
 
 	t.Run("kubernetes maps the service port by name", func(t *testing.T) {
-		got := flatten(genCLA(t, f.endpointsKey(kube)))
+		got := flatten(genCLA(t, f.names(), f.endpointsKey(kube)))
 		eq(t, "n", len(got), 2)
 		// Sorted by address; HEALTHY for Kubernetes endpoints.
 		eq(t, "first", got[0], epView{addr: "10.0.0.1", port: 8080, weight: 1, health: corev3.HealthStatus_HEALTHY, wl: "reviews-v2;bookinfo;reviews;v2;Kubernetes"})
@@ -130,17 +120,17 @@ func TestEndpointsPorts(t *testing.T) {
 		k := f.endpointsKey(kube)
 		k.Port = f.svc(kube).Ports[1]
 		k.ClusterName = "outbound|15020||reviews.bookinfo.svc.cluster.local"
-		eq(t, "unserved port is empty", len(genCLA(t, k).Endpoints), 0)
+		eq(t, "unserved port is empty", len(genCLA(t, f.names(), k).Endpoints), 0)
 	})
 	t.Run("service entry: endpoint port by name, else targetPort, else the port", func(t *testing.T) {
-		got := flatten(genCLA(t, f.endpointsKey(se)))
+		got := flatten(genCLA(t, f.names(), f.endpointsKey(se)))
 		eq(t, "n", len(got), 2)
 		eq(t, "targetPort", got[0].port, uint32(8000))
 		eq(t, "workload", got[0].wl, "vms-0;default;vms-0;;Kubernetes")
 		eq(t, "second group index", got[1].wl, "vms-1;default;vms-1;;Kubernetes")
 		k := f.endpointsKey(se)
 		k.Port = f.svc(se).Ports[1]
-		got = flatten(genCLA(t, k))
+		got = flatten(genCLA(t, f.names(), k))
 		eq(t, "named", got[0].port, uint32(9999))
 		eq(t, "number", got[1].port, uint32(90))
 	})
@@ -159,33 +149,33 @@ func TestEndpointsFilters(t *testing.T) {
 	f.apply()
 
 	t.Run("unhealthy sent, draining and hostnames dropped", func(t *testing.T) {
-		got := flatten(genCLA(t, f.endpointsKey(svc)))
+		got := flatten(genCLA(t, f.names(), f.endpointsKey(svc)))
 		eq(t, "n", len(got), 2)
 		eq(t, "unhealthy", got[1].health, corev3.HealthStatus_UNHEALTHY)
 	})
 	t.Run("minHealthPercent drops unhealthy", func(t *testing.T) {
 		k := f.endpointsKey(svc)
 		k.SendUnhealthy = false
-		eq(t, "n", len(flatten(genCLA(t, k))), 1)
+		eq(t, "n", len(flatten(genCLA(t, f.names(), k))), 1)
 	})
 	t.Run("subset labels", func(t *testing.T) {
 		k := f.endpointsKey(svc)
 		k.Subset, k.SubsetLabels = "v1", f.labels("version", "v1")
 		k.ClusterName = "outbound|9080|v1|reviews.bookinfo.svc.cluster.local"
-		got := flatten(genCLA(t, k))
+		got := flatten(genCLA(t, f.names(), k))
 		eq(t, "n", len(got), 1)
 		eq(t, "v1", got[0].addr, "10.0.0.1")
 	})
 	t.Run("mTLS disabled drops the tlsMode metadata", func(t *testing.T) {
 		k := f.endpointsKey(svc)
 		k.MTLSDisabled = true
-		for _, e := range flatten(genCLA(t, k)) {
+		for _, e := range flatten(genCLA(t, f.names(), k)) {
 			eq(t, "tls", e.tls, false)
 		}
 	})
 	t.Run("unknown cluster is empty", func(t *testing.T) {
-		k := &encode.EndpointsKey{ClusterName: "outbound|80||nowhere.example", Syms: f.snap.Symbols, Labels: f.snap.Labels}
-		cla := genCLA(t, k)
+		k := &encode.EndpointsKey{ClusterName: "outbound|80||nowhere.example"}
+		cla := genCLA(t, f.names(), k)
 		eq(t, "empty", len(cla.Endpoints), 0)
 	})
 }
@@ -205,7 +195,7 @@ func TestEndpointsLocality(t *testing.T) {
 	)
 	f.apply()
 
-	cla := genCLA(t, f.endpointsKey(svc))
+	cla := genCLA(t, f.names(), f.endpointsKey(svc))
 	var locs []string
 	for _, le := range cla.Endpoints {
 		locs = append(locs, le.Locality.Region+"/"+le.Locality.Zone+"/"+le.Locality.SubZone)
@@ -218,7 +208,7 @@ func TestEndpointsLocality(t *testing.T) {
 		k := f.endpointsKey(svc)
 		k.Failover, k.Locality = true, "us-east/a/r1"
 		prio := map[string]uint32{}
-		for _, le := range genCLA(t, k).Endpoints {
+		for _, le := range genCLA(t, f.names(), k).Endpoints {
 			prio[le.Locality.Region+"/"+le.Locality.Zone] = le.Priority
 		}
 		eq(t, "same subzone", prio["us-east/a"], uint32(0))
@@ -242,7 +232,7 @@ func TestEndpointsLocality(t *testing.T) {
 		eq(t, "locality in key", k.Locality, "us-east/a/r1")
 		eq(t, "locality dr", k.LocalityDR == dr, true)
 		prio := map[string]uint32{}
-		for _, le := range genCLA(t, k).Endpoints {
+		for _, le := range genCLA(t, f.names(), k).Endpoints {
 			prio[le.Locality.Region] = le.Priority
 		}
 		eq(t, "failover region", prio["us-west"], uint32(2))
@@ -260,7 +250,7 @@ func TestEndpointsLocality(t *testing.T) {
 		eq(t, "locality in key", k.Locality, "us-east/a/r1")
 		w := map[string]uint32{}
 		n := map[string]int{}
-		for _, le := range genCLA(t, k).Endpoints {
+		for _, le := range genCLA(t, f.names(), k).Endpoints {
 			w[le.Locality.Region+"/"+le.Locality.Zone] = le.LoadBalancingWeight.GetValue()
 			n[le.Locality.Region+"/"+le.Locality.Zone] = len(le.LbEndpoints)
 		}

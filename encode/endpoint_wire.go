@@ -27,7 +27,7 @@ import (
 //
 // Fields are written in field-number order and map entries sorted by key,
 // as deterministic protobuf marshaling does.
-func AppendClusterLoadAssignment(prefix []byte, k *EndpointsKey) (string, []byte) {
+func AppendClusterLoadAssignment(prefix []byte, n index.Names, k *EndpointsKey) (string, []byte) {
 	size := sizeBytesField(len(k.ClusterName)) // cluster_name
 	svc := k.Service
 	if svc == nil || k.Shard == nil || svc.PortByNumber(k.Port.Number) == nil ||
@@ -37,7 +37,7 @@ func AppendClusterLoadAssignment(prefix []byte, k *EndpointsKey) (string, []byte
 	s := epScratchPool.Get().(*epScratch)
 	defer s.release()
 	s.in = epInput{
-		syms: k.Syms, labels: k.Labels, svc: svc, shard: k.Shard, port: k.Port,
+		names: n, svc: svc, shard: k.Shard, port: k.Port,
 		subsetLabels: k.SubsetLabels, mtlsDisabled: k.MTLSDisabled, sendUnhealthy: k.SendUnhealthy,
 		clusterID: k.ClusterID,
 	}
@@ -49,7 +49,7 @@ func AppendClusterLoadAssignment(prefix []byte, k *EndpointsKey) (string, []byte
 	s.applyLocalityLB(k)
 
 	// Pass 1: sizes.
-	w := epWriter{in: &s.in, svcName: epServiceEntryName(&s.in), ns: k.Syms.String(svc.Key.Namespace), lk: epNewLabelKeys(k.Syms)}
+	w := epWriter{in: &s.in, svcName: epServiceEntryName(&s.in), ns: n.String(svc.Key.Namespace)}
 	s.metas = slicesGrow(s.metas[:0], len(s.cands))
 	for li := range s.locs {
 		loc := &s.locs[li]

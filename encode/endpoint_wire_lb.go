@@ -14,7 +14,6 @@ type epWriter struct {
 	in      *epInput
 	svcName string // ServiceEntry name, for inline endpoints' workload names
 	ns      string
-	lk      epLabelKeys
 	// The canonical labels of the last label set seen: consecutive
 	// endpoints (pods of one workload) usually share their labels.
 	last epCanonical
@@ -53,8 +52,9 @@ func (w *epWriter) canonical(labels index.LabelSetID) *epCanonical {
 	}
 	in := w.in
 	c := epCanonical{labels: labels, valid: true}
-	c.podHash, _ = epLabelValue(in.syms, in.labels, labels, w.lk.podTemplateHash)
-	c.name, c.hasName, c.rev = epCanonicalLabels(in.syms, in.labels, &w.lk, labels)
+	l := epLabelsOf(in.names, labels)
+	c.podHash = l.podTemplateHash
+	c.name, c.hasName, c.rev = l.canonical()
 	if c.rev == "latest" {
 		c.rev = ""
 	}
@@ -81,7 +81,7 @@ func (w *epWriter) measure(c *epCandidate, m *epWireMeta) int {
 	m.workload = ""
 	switch {
 	case c.ep.Workload != 0:
-		name := in.syms.String(c.ep.Workload)
+		name := in.names.String(c.ep.Workload)
 		m.workload = epCutWorkloadName(name, can.podHash)
 	case c.inline:
 		m.workload, m.seq = w.svcName, c.seq
@@ -116,7 +116,7 @@ func (w *epWriter) address(dst []byte, c *epCandidate) []byte {
 	if c.ep.Addr.IsValid() {
 		return c.ep.Addr.AppendTo(dst)
 	}
-	return append(dst, w.in.syms.String(c.ep.Hostname)...)
+	return append(dst, w.in.names.String(c.ep.Hostname)...)
 }
 
 // appendLbEndpoint appends lb_endpoints (field 2 of LocalityLbEndpoints)

@@ -6,46 +6,50 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-// epLabelKeys are the label keys endpoint metadata reads, resolved to
-// symbols once per generation (0: never interned, so no endpoint has it).
-type epLabelKeys struct {
-	podTemplateHash                   index.Sym
-	canonicalName, k8sName, app       index.Sym
-	canonicalRev, k8sVersion, version index.Sym
+// epLabels are the values of the labels endpoint metadata reads, found
+// in one pass over a label set by comparing key strings: looking the keys
+// up as symbols instead would make the answer depend on whether a string
+// had been interned yet.
+type epLabels struct {
+	podTemplateHash string
+	// name and rev hold the canonical name and revision candidates in
+	// order of precedence (service.istio.io/*, app.kubernetes.io/*, then
+	// app and version); has marks those present.
+	name, rev       [3]string
+	hasName, hasRev [3]bool
 }
 
-func epNewLabelKeys(syms *index.Symbols) epLabelKeys {
-	l := func(s string) index.Sym { v, _ := syms.Lookup(s); return v }
-	return epLabelKeys{
-		podTemplateHash: l("pod-template-hash"),
-		canonicalName:   l("service.istio.io/canonical-name"),
-		k8sName:         l("app.kubernetes.io/name"),
-		app:             l("app"),
-		canonicalRev:    l("service.istio.io/canonical-revision"),
-		k8sVersion:      l("app.kubernetes.io/version"),
-		version:         l("version"),
+func epLabelsOf(n index.Names, id index.LabelSetID) epLabels {
+	var l epLabels
+	if id == 0 {
+		return l
 	}
-}
-
-// epLabelValue returns the value of label key in set id, without allocating.
-func epLabelValue(syms *index.Symbols, sets *index.LabelSets, id index.LabelSetID, key index.Sym) (string, bool) {
-	if id == 0 || key == 0 {
-		return "", false
-	}
-	for _, l := range sets.Get(id) {
-		if l.Key == key {
-			return syms.String(l.Value), true
+	for _, lb := range n.Labels(id) {
+		switch n.String(lb.Key) {
+		case "pod-template-hash":
+			l.podTemplateHash = n.String(lb.Value)
+		case "service.istio.io/canonical-name":
+			l.name[0], l.hasName[0] = n.String(lb.Value), true
+		case "app.kubernetes.io/name":
+			l.name[1], l.hasName[1] = n.String(lb.Value), true
+		case "app":
+			l.name[2], l.hasName[2] = n.String(lb.Value), true
+		case "service.istio.io/canonical-revision":
+			l.rev[0], l.hasRev[0] = n.String(lb.Value), true
+		case "app.kubernetes.io/version":
+			l.rev[1], l.hasRev[1] = n.String(lb.Value), true
+		case "version":
+			l.rev[2], l.hasRev[2] = n.String(lb.Value), true
 		}
 	}
-	return "", false
+	return l
 }
 
 // epWorkloadName is the workload an endpoint belongs to, as istiod reports
 // it: a Deployment's pods report the Deployment (the pod name up to its
 // ReplicaSet's pod-template-hash); other workloads their own name.
-func epWorkloadName(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys, labels index.LabelSetID, name string) string {
-	h, _ := epLabelValue(syms, sets, labels, lk.podTemplateHash)
-	return epCutWorkloadName(name, h)
+func epWorkloadName(n index.Names, labels index.LabelSetID, name string) string {
+	return epCutWorkloadName(name, epLabelsOf(n, labels).podTemplateHash)
 }
 
 // epCutWorkloadName cuts a pod name NAME-HASH-SUFFIX at the last "-HASH-"
@@ -71,27 +75,28 @@ func epCutWorkloadName(name, h string) string {
 // epCanonicalService is istiod's labels.CanonicalService: the canonical
 // name and revision from the service.istio.io labels, else the recommended
 // Kubernetes labels, else app/version, else the workload name and "latest".
-func epCanonicalService(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys, labels index.LabelSetID, workload string) (string, string) {
-	name, ok, rev := epCanonicalLabels(syms, sets, lk, labels)
+func epCanonicalService(n index.Names, labels index.LabelSetID, workload string) (string, string) {
+	l := epLabelsOf(n, labels)
+	name, ok, rev := l.canonical()
 	if !ok {
 		name = workload
 	}
 	return name, rev
 }
 
-// epCanonicalLabels is the label part of epCanonicalService: the canonical
-// name when a label gives one (ok), and the revision ("latest" when none).
-func epCanonicalLabels(syms *index.Symbols, sets *index.LabelSets, lk *epLabelKeys, labels index.LabelSetID) (name string, ok bool, rev string) {
-	for _, key := range [...]index.Sym{lk.canonicalName, lk.k8sName, lk.app} {
-		if v, found := epLabelValue(syms, sets, labels, key); found {
-			name, ok = v, true
+// canonical is the label part of epCanonicalService: the canonical name
+// when a label gives one (ok), and the revision ("latest" when none).
+func (l *epLabels) canonical() (name string, ok bool, rev string) {
+	for i := range l.name {
+		if l.hasName[i] {
+			name, ok = l.name[i], true
 			break
 		}
 	}
 	rev = "latest"
-	for _, key := range [...]index.Sym{lk.canonicalRev, lk.k8sVersion, lk.version} {
-		if v, found := epLabelValue(syms, sets, labels, key); found {
-			rev = v
+	for i := range l.rev {
+		if l.hasRev[i] {
+			rev = l.rev[i]
 			break
 		}
 	}

@@ -39,14 +39,14 @@ func (s *GatewayServer) Server() *networking.Server {
 }
 
 // GatewayName is istiod's name for the server's Gateway, "NAMESPACE/NAME".
-func GatewayName(syms *index.Symbols, gw *index.Config) string {
-	return syms.String(gw.Key.Namespace) + "/" + syms.String(gw.Key.Name)
+func GatewayName(names index.Names, gw *index.Config) string {
+	return names.String(gw.Key.Namespace) + "/" + names.String(gw.Key.Name)
 }
 
 // GatewayRouteName is istiod's gatewayRDSRouteName for a server on port:
 // "http.PORT" for HTTP, "https.PORT.PORTNAME.GATEWAY.NAMESPACE" for HTTPS
 // that terminates TLS, "" otherwise.
-func GatewayRouteName(syms *index.Symbols, gw *index.Config, srv *networking.Server) string {
+func GatewayRouteName(names index.Names, gw *index.Config, srv *networking.Server) string {
 	p := GatewayProtocol(srv)
 	bind := ""
 	if srv.GetBind() != "" {
@@ -57,7 +57,7 @@ func GatewayRouteName(syms *index.Symbols, gw *index.Config, srv *networking.Ser
 		return "http." + port + bind
 	}
 	if p == index.ProtocolHTTPS && !IsPassthrough(srv) {
-		return "https." + port + "." + srv.GetPort().GetName() + "." + syms.String(gw.Key.Name) + "." + syms.String(gw.Key.Namespace) + bind
+		return "https." + port + "." + srv.GetPort().GetName() + "." + names.String(gw.Key.Name) + "." + names.String(gw.Key.Namespace) + bind
 	}
 	return ""
 }

@@ -49,7 +49,7 @@ type gwHCMParts struct {
 // hcmParts marshals k's gateway HCM once without stat_prefix and a route
 // specifier, and splits it before the first field numbered above
 // stat_prefix.
-func (k *GatewayListenerKey) hcmParts() gwHCMParts {
+func (k gwlIn) hcmParts() gwHCMParts {
 	h := k.gatewayHCM("", "")
 	h.RouteSpecifier = nil
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(h)
@@ -118,7 +118,7 @@ func rdsSize(rds string) int {
 // filter is the HCM network filter for one server: the same message
 // lsHCMFilter(k.gatewayHCM(statPrefix, rds)) gives, without building and
 // marshaling it.
-func (p *gwHCMParts) filter(k *GatewayListenerKey, statPrefix, rds string) *listener.Filter {
+func (p *gwHCMParts) filter(k gwlIn, statPrefix, rds string) *listener.Filter {
 	if rds == "" || !p.ok {
 		return lsHCMFilter(k.gatewayHCM(statPrefix, rds)) // an inline route configuration, or not composable
 	}

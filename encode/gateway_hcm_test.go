@@ -28,10 +28,11 @@ func TestGatewayHCMComposed(t *testing.T) {
 		Rules:  []*security.Rule{{To: []*security.Rule_To{{Operation: &security.Operation{Paths: []string{"/admin"}}}}}},
 	})
 	keys := map[string]*GatewayListenerKey{
-		"plain":    {Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 443},
-		"security": {Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, RequestAuthn: []*index.Config{ra}, Authz: AuthzPolicies{Deny: []*index.Config{deny}}},
+		"plain":    {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443},
+		"security": {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, RequestAuthn: []*index.Config{ra}, Authz: AuthzPolicies{Deny: []*index.Config{deny}}},
 	}
-	for name, k := range keys {
+	for name, key := range keys {
+		k := gwlIn{key, index.NamesOf(syms, nil)}
 		parts := k.hcmParts()
 		if !parts.ok {
 			t.Fatalf("%s: the gateway HCM is not composable", name)
@@ -92,26 +93,26 @@ func TestGatewayListenerComposed(t *testing.T) {
 	servers := func(c *index.Config, vss ...*index.Config) []GatewayServer {
 		var out []GatewayServer
 		for i, srv := range c.Spec.(*networking.Gateway).Servers {
-			out = append(out, GatewayServer{Gateway: c, Index: i, RouteName: GatewayRouteName(syms, c, srv), VirtualServices: vss})
+			out = append(out, GatewayServer{Gateway: c, Index: i, RouteName: GatewayRouteName(index.NamesOf(syms, nil), c, srv), VirtualServices: vss})
 		}
 		return out
 	}
 	ra := &index.Config{Kind: index.ConfigRequestAuthentication, Key: index.ConfigKey{Namespace: syms.Intern("gw"), Name: syms.Intern("jwt")},
 		Spec: &security.RequestAuthentication{JwtRules: []*security.JWTRule{{Issuer: "https://a.example", Jwks: `{"keys":[]}`}}}}
 	keys := map[string]*GatewayListenerKey{
-		"http":          {Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: append(servers(http1), servers(http2)...)},
-		"http+security": {Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: servers(http1), RequestAuthn: []*index.Config{ra}},
-		"https":         {Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, Servers: servers(https, vs)},
-		"https, IPv6":   {Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, IPv6: true, Servers: servers(https, vs)[:2]},
-		"no chain":      {Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, Servers: servers(https)[2:3]},
+		"http":          {Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: append(servers(http1), servers(http2)...)},
+		"http+security": {Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: servers(http1), RequestAuthn: []*index.Config{ra}},
+		"https":         {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, Servers: servers(https, vs)},
+		"https, IPv6":   {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, IPv6: true, Servers: servers(https, vs)[:2]},
+		"no chain":      {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, Servers: servers(https)[2:3]},
 	}
 	for name, k := range keys {
-		wantName, msg := GatewayListener(k)
+		wantName, msg := GatewayListener(index.NamesOf(syms, nil), k)
 		want, err := AppendAny(nil, ListenerType, msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		gotName, got := AppendGatewayListener(anyPrefix(ListenerType), k)
+		gotName, got := AppendGatewayListener(anyPrefix(ListenerType), index.NamesOf(syms, nil), k)
 		if gotName != wantName || !bytes.Equal(got, want) {
 			t.Errorf("%s: composed listener %q (%d bytes) differs from the marshaled %q (%d bytes)", name, gotName, len(got), wantName, len(want))
 		}

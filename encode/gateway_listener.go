@@ -19,8 +19,6 @@ import (
 // GatewayListenerKey is every input of a router's listener on one port:
 // the merged servers of the Gateways that select it on that port.
 type GatewayListenerKey struct {
-	// Syms resolves the rows' symbols; not hashed.
-	Syms *index.Symbols
 	// Namespace is the router's namespace (sourceNamespace matches).
 	Namespace    string
 	DomainSuffix string
@@ -34,7 +32,7 @@ type GatewayListenerKey struct {
 	RequestAuthn []*index.Config
 }
 
-// Hash feeds every field but Syms.
+// Hash feeds every field.
 func (k *GatewayListenerKey) Hash() uint64 {
 	h := NewHasher("GatewayListenerKey")
 	h.Str(k.Namespace)
@@ -74,13 +72,18 @@ var (
 	gwALPNIstioMTLS = []string{"istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1", "istio-h2"}
 )
 
+// GatewayListenerGen generates GatewayListenerKey's listener, encoded
+// directly.
+var GatewayListenerGen = resourceGenAppend(KindListener, ListenerType, GatewayListener, AppendGatewayListener)
+
 // GatewayListener generates a router's listener for one port (istiod's
 // buildGatewayListeners): one HTTP filter chain for plain HTTP servers,
 // one TLS-terminating chain per HTTPS server matched by SNI, TCP proxies for
 // TCP servers and for the tls routes of PASSTHROUGH servers, and one chain
 // per service port for AUTO_PASSTHROUGH. AppendGatewayListener encodes the
 // same listener directly.
-func GatewayListener(k *GatewayListenerKey) (string, proto.Message) {
+func GatewayListener(n index.Names, key *GatewayListenerKey) (string, proto.Message) {
+	k := gwlIn{key, n}
 	name, l, chains, parts := gatewayListener(k)
 	for i := range chains {
 		l.FilterChains = append(l.FilterChains, chains[i].filterChain(k, parts))
@@ -106,7 +109,7 @@ type gwHTTPChain struct {
 }
 
 // filterChain returns c as a message.
-func (c *gwChain) filterChain(k *GatewayListenerKey, parts *gwHCMParts) *listener.FilterChain {
+func (c *gwChain) filterChain(k gwlIn, parts *gwHCMParts) *listener.FilterChain {
 	if c.fc != nil {
 		return c.fc
 	}
@@ -121,7 +124,7 @@ func (c *gwChain) filterChain(k *GatewayListenerKey, parts *gwHCMParts) *listene
 // gatewayListener returns k's listener without its filter chains, and the
 // chains; no chain (name "") means no listener: nothing to serve on the
 // port.
-func gatewayListener(k *GatewayListenerKey) (string, *listener.Listener, []gwChain, *gwHCMParts) {
+func gatewayListener(k gwlIn) (string, *listener.Listener, []gwChain, *gwHCMParts) {
 	name := k.Name()
 	l := &listener.Listener{
 		Name:             name,
@@ -239,7 +242,7 @@ func sniNames(hosts []string) []string {
 // gatewayHCM is istiod's buildGatewayConnectionManager: the client's
 // address is trusted (use_remote_address), client certificate details are
 // sanitized and set, routes come from RDS.
-func (k *GatewayListenerKey) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
+func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
 	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds})
 	h.HttpFilters = []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
 	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h)
@@ -352,12 +355,12 @@ func gwMatchesGateway(gateways []string, gwName, vsNS string) bool {
 // tcpRouteFilter is istiod's buildGatewayNetworkFiltersFromTCPRoutes: the
 // first tcp route of a bound VirtualService whose hosts meet the server's
 // and whose match applies to this port and Gateway.
-func (k *GatewayListenerKey) tcpRouteFilter(s *GatewayServer, srv *networking.Server) *listener.Filter {
-	gwName := GatewayName(k.Syms, s.Gateway)
-	gwNS := k.Syms.String(s.Gateway.Key.Namespace)
+func (k gwlIn) tcpRouteFilter(s *GatewayServer, srv *networking.Server) *listener.Filter {
+	gwName := GatewayName(k.names, s.Gateway)
+	gwNS := k.names.String(s.Gateway.Key.Namespace)
 	for _, c := range s.VirtualServices {
 		vs, _ := c.Spec.(*networking.VirtualService)
-		vsNS := k.Syms.String(c.Key.Namespace)
+		vsNS := k.names.String(c.Key.Namespace)
 		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts())) == 0 {
 			continue
 		}
@@ -380,14 +383,14 @@ func (k *GatewayListenerKey) tcpRouteFilter(s *GatewayServer, srv *networking.Se
 
 // passthroughChains is istiod's buildGatewayNetworkFiltersFromTLSRoutes for
 // PASSTHROUGH: a chain per tls route match, by SNI, first claim wins.
-func (k *GatewayListenerKey) passthroughChains(s *GatewayServer, srv *networking.Server) []*listener.FilterChain {
-	gwName := GatewayName(k.Syms, s.Gateway)
-	gwNS := k.Syms.String(s.Gateway.Key.Namespace)
+func (k gwlIn) passthroughChains(s *GatewayServer, srv *networking.Server) []*listener.FilterChain {
+	gwName := GatewayName(k.names, s.Gateway)
+	gwNS := k.names.String(s.Gateway.Key.Namespace)
 	var out []*listener.FilterChain
 	seen := map[string]bool{}
 	for _, c := range s.VirtualServices {
 		vs, _ := c.Spec.(*networking.VirtualService)
-		vsNS := k.Syms.String(c.Key.Namespace)
+		vsNS := k.names.String(c.Key.Namespace)
 		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts())) == 0 {
 			continue
 		}
@@ -422,10 +425,10 @@ func (k *GatewayListenerKey) passthroughChains(s *GatewayServer, srv *networking
 // autoPassthroughChains: one chain per service port, matched by the SNI
 // istio sidecars send for it (outbound_.PORT_._.HOST), forwarded to the
 // cluster of that name.
-func (k *GatewayListenerKey) autoPassthroughChains(s *GatewayServer) []*listener.FilterChain {
+func (k gwlIn) autoPassthroughChains(s *GatewayServer) []*listener.FilterChain {
 	var out []*listener.FilterChain
 	for _, svc := range s.Services {
-		host := k.Syms.String(svc.Key.Host)
+		host := k.names.String(svc.Key.Host)
 		for _, p := range svc.Ports {
 			if p.Protocol == index.ProtocolUDP {
 				continue
@@ -442,7 +445,7 @@ func (k *GatewayListenerKey) autoPassthroughChains(s *GatewayServer) []*listener
 
 // tcpProxy forwards to a tcp or tls route's destinations: one cluster, or
 // weighted clusters.
-func (k *GatewayListenerKey) tcpProxy(c *index.Config, vsNS string, routes []*networking.RouteDestination, port uint32) *listener.Filter {
+func (k gwlIn) tcpProxy(c *index.Config, vsNS string, routes []*networking.RouteDestination, port uint32) *listener.Filter {
 	cluster := func(d *networking.Destination) string {
 		if d.GetHost() == "" {
 			return "UnknownService"
@@ -464,7 +467,7 @@ func (k *GatewayListenerKey) tcpProxy(c *index.Config, vsNS string, routes []*ne
 		}
 	}
 	return lsTCPProxyFilter(&tcp.TcpProxy{
-		StatPrefix:       k.Syms.String(c.Key.Name) + "." + vsNS,
+		StatPrefix:       k.names.String(c.Key.Name) + "." + vsNS,
 		ClusterSpecifier: &tcp.TcpProxy_WeightedClusters{WeightedClusters: w},
 	})
 }

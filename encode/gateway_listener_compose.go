@@ -1,6 +1,8 @@
 package encode
 
 import (
+	"github.com/pilotfish-mesh/pilotfish/index"
+
 	"slices"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -31,7 +33,8 @@ const (
 
 // AppendGatewayListener appends GatewayListener(k) to prefix (an Any's
 // type_url and value tag) as a length-delimited value, for ResourceAppend.
-func AppendGatewayListener(prefix []byte, k *GatewayListenerKey) (string, []byte) {
+func AppendGatewayListener(prefix []byte, n index.Names, key *GatewayListenerKey) (string, []byte) {
+	k := gwlIn{key, n}
 	name, l, chains, parts := gatewayListener(k)
 	if len(chains) == 0 {
 		b, _ := marshalBare(l) // no listener: the entry is not served

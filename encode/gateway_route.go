@@ -4,6 +4,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
@@ -29,8 +30,6 @@ type GatewayRouteSource struct {
 // routes name (a destination without a port goes to the service's only
 // port).
 type GatewayVirtualHostKey struct {
-	// Syms resolves the rows' symbols; not hashed.
-	Syms *index.Symbols
 	// Namespace is the router's (sourceNamespace matches).
 	Namespace    string
 	DomainSuffix string
@@ -40,10 +39,25 @@ type GatewayVirtualHostKey struct {
 	Sources      []GatewayRouteSource
 	RequireTLS   bool
 	Destinations []*index.Service
+
+	// hash caches Hash (0: not computed yet): the engine keeps a router's
+	// keys for the life of its scope and looks each up on every build, and
+	// a virtual host of a thousand hosts is costly to hash. Set the fields
+	// before the key is first used; it is immutable after.
+	hash atomic.Uint64
 }
 
-// Hash feeds every field but Syms.
+// Hash feeds every field.
 func (k *GatewayVirtualHostKey) Hash() uint64 {
+	if v := k.hash.Load(); v != 0 {
+		return v
+	}
+	v := k.fieldsHash()
+	k.hash.Store(v)
+	return v
+}
+
+func (k *GatewayVirtualHostKey) fieldsHash() uint64 {
 	h := NewHasher("GatewayVirtualHostKey")
 	h.Str(k.Namespace)
 	h.Str(k.DomainSuffix)
@@ -59,14 +73,17 @@ func (k *GatewayVirtualHostKey) Hash() uint64 {
 	}
 	h.Bool(k.RequireTLS)
 	hashSvcRows(&h, k.Destinations)
-	return h.Sum()
+	if v := h.Sum(); v != 0 {
+		return v
+	}
+	return 1
 }
 
 // gwRoute is the gateway side of a route translation: which Gateway the
 // routes are for and the ports of the services they name.
 type gwRoute struct {
 	gateway string
-	ports   *onlyPorts
+	ports   onlyPorts
 }
 
 // matches is istiod's gateway-side match predicate: a match naming
@@ -96,18 +113,18 @@ func (g *gwRoute) onlyPort(host string) (uint32, bool) {
 // services, a map over many (a virtual host of a thousand VirtualServices
 // would otherwise search its thousand services for each route).
 type onlyPorts struct {
-	syms  *index.Symbols
+	names index.Names
 	dests []*index.Service
 	m     map[string]uint32
 }
 
-func newOnlyPorts(syms *index.Symbols, dests []*index.Service) *onlyPorts {
-	p := &onlyPorts{syms: syms, dests: dests}
+func newOnlyPorts(names index.Names, dests []*index.Service) onlyPorts {
+	p := onlyPorts{names: names, dests: dests}
 	if len(dests) > 8 {
 		p.m = make(map[string]uint32, len(dests))
 		for _, d := range dests {
 			if len(d.Ports) == 1 {
-				p.m[syms.String(d.Key.Host)] = d.Ports[0].Number
+				p.m[names.String(d.Key.Host)] = d.Ports[0].Number
 			}
 		}
 	}
@@ -122,7 +139,7 @@ func (p *onlyPorts) get(host string) (uint32, bool) {
 		return port, ok
 	}
 	for i := len(p.dests) - 1; i >= 0; i-- {
-		if d := p.dests[i]; len(d.Ports) == 1 && p.syms.String(d.Key.Host) == host {
+		if d := p.dests[i]; len(d.Ports) == 1 && p.names.String(d.Key.Host) == host {
 			return d.Ports[0].Number, true
 		}
 	}
@@ -144,10 +161,11 @@ func (k *GatewayVirtualHostKey) Name() string {
 
 // GatewayVirtualHost generates the virtual host of k: each source's HTTP
 // routes for the port, catch-all routes last (istiod's SortVHostRoutes).
-// AppendGatewayVirtualHost encodes the same virtual host directly.
-func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
+// It is the reference of GatewayVirtualHostGen, which encodes the same
+// virtual host around cached routes (gateway_route_compose.go).
+func GatewayVirtualHost(n index.Names, k *GatewayVirtualHostKey) (string, proto.Message) {
 	name := k.Name()
-	routes := gatewayRoutes(k)
+	routes := gatewayRoutes(n, k.routesKeyAt(k.Port))
 	vh := &route.VirtualHost{
 		Name:                       name,
 		Domains:                    k.Hosts,
@@ -160,10 +178,10 @@ func GatewayVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
 	return name, vh
 }
 
-// gatewayRoutes translates the routes of k's virtual host (the reference
-// generator's; the direct encoder uses gatewayRouteItems).
-func gatewayRoutes(k *GatewayVirtualHostKey) []*route.Route {
-	items := gatewayRouteItems(k, false, false)
+// gatewayRoutes translates the routes of k (the reference generator's; the
+// direct encoder uses gatewayRouteItems).
+func gatewayRoutes(n index.Names, k *GatewayRoutesKey) []*route.Route {
+	items := gatewayRouteItems(n, k, false, false)
 	out := make([]*route.Route, len(items))
 	for i := range items {
 		out[i] = items[i].r
@@ -186,12 +204,12 @@ type gwRouteItem struct {
 // routes last (SortVHostRoutes). With omitMeta translated routes carry no
 // metadata (the encoder splices it in); with direct, simple routes
 // (gwSimple) are not translated.
-func gatewayRouteItems(k *GatewayVirtualHostKey, omitMeta, direct bool) []gwRouteItem {
+func gatewayRouteItems(n index.Names, k *GatewayRoutesKey, omitMeta, direct bool) []gwRouteItem {
 	var items, catchAll []gwRouteItem
 	// One key and gateway side serve every source: routes keep no
 	// reference to them.
-	vk := &VirtualHostKey{Syms: k.Syms, Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: k.Port}
-	gw := &gwRoute{ports: newOnlyPorts(k.Syms, k.Destinations)}
+	vk := &VirtualHostKey{Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: k.Port}
+	gw := &gwRoute{ports: newOnlyPorts(n, k.Destinations)}
 	for i := range k.Sources {
 		s := &k.Sources[i]
 		vs, _ := s.VirtualService.Spec.(*networking.VirtualService)
@@ -199,7 +217,7 @@ func gatewayRouteItems(k *GatewayVirtualHostKey, omitMeta, direct bool) []gwRout
 			continue
 		}
 		vk.VirtualService, gw.gateway = s.VirtualService, s.Gateway
-		rc := routeCtx{k: vk, vs: vs, gw: gw, omitMeta: omitMeta}
+		rc := routeCtx{k: vk, names: n, vs: vs, gw: gw, omitMeta: omitMeta}
 		rc.eachRoute(func(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) (bool, bool) {
 			var it gwRouteItem
 			var ca bool
@@ -229,10 +247,13 @@ func gatewayRouteItems(k *GatewayVirtualHostKey, omitMeta, direct bool) []gwRout
 	return append(items, catchAll...)
 }
 
+// GatewayBlackholeGen generates GatewayBlackholeVirtualHost.
+var GatewayBlackholeGen = partGen(KindVirtualHost, GatewayBlackholeVirtualHost)
+
 // GatewayBlackholeVirtualHost is istiod's answer for a gateway route
 // configuration with no virtual host: "blackhole:PORT" matching every
-// domain with no routes, so Envoy answers 404.
-func GatewayBlackholeVirtualHost(k *GatewayVirtualHostKey) (string, proto.Message) {
+// domain with no routes, so Envoy answers 404. It reads k.Port only.
+func GatewayBlackholeVirtualHost(_ index.Names, k *GatewayVirtualHostKey) (string, proto.Message) {
 	name := "blackhole:" + strconv.FormatUint(uint64(k.Port), 10)
 	return name, &route.VirtualHost{Name: name, Domains: []string{"*"}}
 }

@@ -7,6 +7,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
 // A gateway virtual host is encoded directly: its name, domains, the
@@ -14,8 +16,10 @@ import (
 // order. The routes are the costly part, and they are often shared: a
 // Gateway with an HTTP and an HTTPS server for the same hosts gets the same
 // routes in http.80 and in its https.443 configuration when no route
-// depends on the listener port. RoutesHash names the routes so that a build
-// translates and marshals them once per distinct hash.
+// depends on the listener port. The routes are therefore a cached part of
+// their own (GatewayRoutesKey, Port 0 when port-free), translated and
+// marshaled once for every virtual host that has them; a virtual host is
+// a cached part whose key holds every input, hosts and RequireTLS included.
 
 // VirtualHost field numbers (envoy.config.route.v3.VirtualHost).
 const (
@@ -25,17 +29,25 @@ const (
 	vhIncludeRequestAttemptCount protowire.Number = 14
 )
 
-// RoutesHash identifies the routes of k's virtual host: every input of
-// gatewayRoutes, the port only when some route depends on it.
-func (k *GatewayVirtualHostKey) RoutesHash() uint64 {
-	h := NewHasher("GatewayRoutes")
+// GatewayRoutesKey is every input of the routes of a gateway virtual
+// host (GatewayVirtualHostKey without its hosts and RequireTLS, which only
+// the virtual host around the routes reads), with Port 0 when no route
+// depends on the port: the routes part it keys is then shared by the
+// virtual hosts of one VirtualService on every port.
+type GatewayRoutesKey struct {
+	Namespace    string
+	DomainSuffix string
+	Port         uint32
+	Sources      []GatewayRouteSource
+	Destinations []*index.Service
+}
+
+// Hash feeds every field.
+func (k *GatewayRoutesKey) Hash() uint64 {
+	h := NewHasher("GatewayRoutesKey")
 	h.Str(k.Namespace)
 	h.Str(k.DomainSuffix)
-	if k.routesPortFree() {
-		h.U32(0)
-	} else {
-		h.U32(k.Port)
-	}
+	h.U32(k.Port)
 	h.Int(len(k.Sources))
 	for i := range k.Sources {
 		h.Str(k.Sources[i].Gateway)
@@ -45,19 +57,91 @@ func (k *GatewayVirtualHostKey) RoutesHash() uint64 {
 	return h.Sum()
 }
 
+// routesKeyAt is the routes key of k's virtual host on port.
+func (k *GatewayVirtualHostKey) routesKeyAt(port uint32) *GatewayRoutesKey {
+	rk := k.routesKeyValue(port)
+	return &rk
+}
+
+func (k *GatewayVirtualHostKey) routesKeyValue(port uint32) GatewayRoutesKey {
+	return GatewayRoutesKey{Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: port, Sources: k.Sources, Destinations: k.Destinations}
+}
+
+// routesKey is the key of k's routes part: Port 0 when the routes are the
+// same on every port.
+func (k *GatewayVirtualHostKey) routesKey(n index.Names) GatewayRoutesKey {
+	rk := k.routesKeyValue(k.Port)
+	if rk.portFree(n) {
+		rk.Port = 0
+	}
+	return rk
+}
+
+// GatewayVirtualHostGen generates GatewayVirtualHostKey's part: encoded
+// around the routes part of k.routesKey (translated and marshaled once for
+// all the virtual hosts that share it), with GatewayVirtualHost as its
+// reference.
+var GatewayVirtualHostGen = partGenComposed(KindVirtualHost, GatewayVirtualHost, appendGatewayVirtualHostPart)
+
+// gatewayRoutesRef builds the routes part as a message: a VirtualHost
+// holding only the routes, whose bare encoding is the routes field a
+// virtual host embeds.
+func gatewayRoutesRef(n index.Names, k *GatewayRoutesKey) (string, proto.Message) {
+	return "", &route.VirtualHost{Routes: gatewayRoutes(n, k)}
+}
+
+// appendGatewayVirtualHostPart encodes k's virtual host around the routes
+// part of k.routesKey. On a miss of that part it encodes the virtual host
+// with its routes in one buffer and stores the routes as a view of it: one
+// allocation, and no second copy of the routes (entries are immutable, so
+// the view is too).
+func appendGatewayVirtualHostPart(c *Cache, n index.Names, k *GatewayVirtualHostKey) (string, []byte, error) {
+	rk := k.routesKey(n)
+	var own []byte // the virtual host, when the routes were encoded here
+	name := k.Name()
+	routes, err := c.get(KindGatewayRoutes, rk.Hash()^namesMix(n), func() (string, []byte, error) {
+		p := planGatewayRoutes(n, &rk)
+		b := make([]byte, 0, vhSize(k, name, p.total))
+		b = appendVHHead(b, k, name)
+		start := len(b)
+		b, err := p.append(b)
+		if err != nil {
+			return "", nil, err
+		}
+		r := b[start:len(b):len(b)]
+		own = appendVHTail(b, k)
+		if c.verify {
+			_, ref := gatewayRoutesRef(n, &rk)
+			if got := barePayload(r, func() (string, proto.Message) { return gatewayRoutesRef(n, &rk) }); !proto.Equal(got, ref) {
+				panic("encode: verify: the direct encoding of gateway routes differs from its reference generator")
+			}
+		}
+		return "", r, nil
+	}, func(b []byte) proto.Message {
+		return barePayload(b, func() (string, proto.Message) { return gatewayRoutesRef(n, &rk) })
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if own != nil {
+		return name, own, nil
+	}
+	return name, appendGatewayVirtualHost(nil, k, name, routes.Bytes), nil
+}
+
 // routesPortFree reports whether k's routes are the same on every port.
 // The listener port enters a gateway route through a match's port, a
 // redirect, the cluster of a destination without a port (unless its
 // service has one port), an ExternalName destination, and the decorator of
 // a route without a single destination cluster; a route using none of these
 // is port-free. Conservative: false means only that sharing is not tried.
-func (k *GatewayVirtualHostKey) routesPortFree() bool {
+func (k *GatewayRoutesKey) portFree(n index.Names) bool {
 	for _, d := range k.Destinations {
 		if d.ExternalName != 0 {
 			return false
 		}
 	}
-	ports := newOnlyPorts(k.Syms, k.Destinations)
+	ports := newOnlyPorts(n, k.Destinations)
 	destFree := func(d *networking.Destination, vsNS string) bool {
 		if d.GetHost() == "" {
 			return false
@@ -74,7 +158,7 @@ func (k *GatewayVirtualHostKey) routesPortFree() bool {
 		if vs == nil {
 			continue
 		}
-		vsNS := k.Syms.String(c.Key.Namespace)
+		vsNS := n.String(c.Key.Namespace)
 		for _, in := range vs.GetHttp() {
 			if in.GetDelegate() != nil {
 				continue // dropped (route.go)
@@ -107,8 +191,8 @@ func (k *GatewayVirtualHostKey) routesPortFree() bool {
 // field of a VirtualHost (each route tagged and length-prefixed). Routes are
 // translated without their metadata, which is encoded once per
 // VirtualService and spliced into each route at its field's place.
-func AppendGatewayRoutes(dst []byte, k *GatewayVirtualHostKey) ([]byte, error) {
-	p := planGatewayRoutes(k)
+func AppendGatewayRoutes(dst []byte, n index.Names, k *GatewayRoutesKey) ([]byte, error) {
+	p := planGatewayRoutes(n, k)
 	return p.append(slices.Grow(dst, p.total))
 }
 
@@ -122,9 +206,9 @@ type gwRoutesPlan struct {
 	total int      // the encoding's size
 }
 
-func planGatewayRoutes(k *GatewayVirtualHostKey) gwRoutesPlan {
+func planGatewayRoutes(n index.Names, k *GatewayRoutesKey) gwRoutesPlan {
 	var p gwRoutesPlan
-	p.items = gatewayRouteItems(k, true, gwDirect)
+	p.items = gatewayRouteItems(n, k, true, gwDirect)
 	if len(k.Sources) > 1 {
 		p.metas = make([][]byte, len(k.Sources))
 	}
@@ -134,7 +218,7 @@ func planGatewayRoutes(k *GatewayVirtualHostKey) gwRoutesPlan {
 		md := p.meta(it.src)
 		if md == nil {
 			c := k.Sources[it.src].VirtualService
-			md = appendRouteMetadataField(nil, k.Syms.String(c.Key.Namespace), k.Syms.String(c.Key.Name))
+			md = appendRouteMetadataField(nil, n.String(c.Key.Namespace), n.String(c.Key.Name))
 			if p.metas != nil {
 				p.metas[it.src] = md
 			} else {
@@ -170,23 +254,6 @@ func (p *gwRoutesPlan) append(dst []byte) ([]byte, error) {
 		}
 	}
 	return dst, nil
-}
-
-// EncodeGatewayVirtualHost encodes GatewayVirtualHost(k), translating its
-// routes, and returns the routes' encoding within it too, for the virtual
-// hosts with k's RoutesHash (AppendGatewayVirtualHost): the routes are
-// written once, into the first virtual host that has them.
-func EncodeGatewayVirtualHost(k *GatewayVirtualHostKey) (name string, b, routes []byte, err error) {
-	p := planGatewayRoutes(k)
-	name = k.Name()
-	b = make([]byte, 0, vhSize(k, name, p.total))
-	b = appendVHHead(b, k, name)
-	start := len(b)
-	if b, err = p.append(b); err != nil {
-		return name, nil, nil, err
-	}
-	routes = b[start:len(b):len(b)]
-	return name, appendVHTail(b, k), routes, nil
 }
 
 // Route and Metadata field numbers.
@@ -282,15 +349,19 @@ func routeSize(r *route.Route) int {
 }
 
 // AppendGatewayVirtualHost appends the encoding of GatewayVirtualHost(k)
-// given its encoded routes (those of a key with k's RoutesHash).
+// given its encoded routes (the routes part of k.routesKey).
 func AppendGatewayVirtualHost(dst []byte, k *GatewayVirtualHostKey, routes []byte) (string, []byte) {
 	name := k.Name()
+	return name, appendGatewayVirtualHost(dst, k, name, routes)
+}
+
+func appendGatewayVirtualHost(dst []byte, k *GatewayVirtualHostKey, name string, routes []byte) []byte {
 	if dst == nil {
 		dst = make([]byte, 0, vhSize(k, name, len(routes)))
 	}
 	dst = appendVHHead(dst, k, name)
 	dst = append(dst, routes...)
-	return name, appendVHTail(dst, k)
+	return appendVHTail(dst, k)
 }
 
 // vhSize bounds the size of a gateway virtual host with routes of size

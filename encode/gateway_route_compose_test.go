@@ -2,6 +2,7 @@ package encode
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -14,9 +15,10 @@ import (
 )
 
 // TestGatewayVirtualHostComposed: a gateway virtual host encoded around its
-// routes is byte for byte the marshaled GatewayVirtualHost; routes hash
-// equal on two ports only when the routes are port-free, and equal routes
-// hashes always mean equal routes bytes.
+// routes is byte for byte the marshaled GatewayVirtualHost, directly and
+// through the cache; routes keys are equal on two ports only when the
+// routes are port-free, and equal routes keys always mean equal routes
+// bytes.
 func TestGatewayVirtualHostComposed(t *testing.T) {
 	syms := index.NewSymbols()
 	svc := func(host string, ports ...uint32) *index.Service {
@@ -46,9 +48,14 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 		{"simple and translated", `[{match: [{uri: {prefix: /a}}], route: [{destination: {host: one.example}}], timeout: 5s}, {match: [{uri: {prefix: /b}}], route: [{destination: {host: one.example}}]}]`, true},
 	}
 	var all []GatewayRouteSource
+	names := index.NamesOf(syms, nil)
+	cache := NewCache()
+	cache.SetVerify(true)
+	// check: k's virtual host composed around routes is byte for byte the
+	// marshaled reference, and so is the cached part.
 	check := func(t *testing.T, k *GatewayVirtualHostKey, routes []byte) {
 		t.Helper()
-		wantName, msg := GatewayVirtualHost(k)
+		wantName, msg := GatewayVirtualHost(names, k)
 		want, err := marshalBare(msg)
 		if err != nil {
 			t.Fatal(err)
@@ -57,18 +64,17 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 		if name != wantName || !bytes.Equal(got, want) {
 			t.Errorf("port %d: composed virtual host %q differs from the marshaled one %q", k.Port, name, wantName)
 		}
-		if !proto.Equal(barePayload(got, GatewayVirtualHost, k), msg) {
+		if !proto.Equal(barePayload(got, func() (string, proto.Message) { return GatewayVirtualHost(names, k) }), msg) {
 			t.Errorf("port %d: composed virtual host decodes to another message", k.Port)
 		}
-		name, got, own, err := EncodeGatewayVirtualHost(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name != wantName || !bytes.Equal(got, want) {
-			t.Errorf("port %d: encoded virtual host %q differs from the marshaled one %q", k.Port, name, wantName)
-		}
-		if !bytes.Equal(own, routes) {
-			t.Errorf("port %d: EncodeGatewayVirtualHost's routes differ from AppendGatewayRoutes'", k.Port)
+		for range 2 { // a miss, then a verified hit
+			e, err := Part(cache, names, k, GatewayVirtualHostGen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Name != wantName || !bytes.Equal(e.Bytes, want) {
+				t.Errorf("port %d: cached virtual host %q differs from the marshaled one %q", k.Port, e.Name, wantName)
+			}
 		}
 	}
 	for _, tt := range tests {
@@ -85,7 +91,7 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 				Spec: spec, Hash: xxhash.Sum64(j)}
 			all = append(all, GatewayRouteSource{Gateway: "gw/gw", VirtualService: vs})
 			key := func(port uint32, requireTLS bool) *GatewayVirtualHostKey {
-				return &GatewayVirtualHostKey{Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: port,
+				return &GatewayVirtualHostKey{Namespace: "gw", DomainSuffix: "cluster.local", Port: port,
 					Hosts: []string{"a.example", "b.example"}, Sources: []GatewayRouteSource{{Gateway: "gw/gw", VirtualService: vs}},
 					RequireTLS: requireTLS, Destinations: []*index.Service{one, two}}
 			}
@@ -93,7 +99,7 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 			if simple := map[string]bool{"one-port service": true, "two-port service without a port": true, "exact, regex, names, case": true,
 				"catch-all regex before other routes": true, "simple and translated": true}; gwDirect && simple[tt.name] {
 				direct := 0
-				for _, it := range gatewayRouteItems(k80, true, true) {
+				for _, it := range gatewayRouteItems(names, k80.routesKeyAt(80), true, true) {
 					if it.r == nil {
 						direct++
 					}
@@ -102,14 +108,15 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 					t.Error("no route is written directly")
 				}
 			}
-			if free := k80.RoutesHash() == k443.RoutesHash(); free != tt.portFree {
-				t.Fatalf("routes hash equal on 80 and 443: %v, want %v", free, tt.portFree)
+			rk80, rk443 := k80.routesKey(names), k443.routesKey(names)
+			if free := rk80.Hash() == rk443.Hash(); free != tt.portFree {
+				t.Fatalf("routes keys equal on 80 and 443: %v, want %v", free, tt.portFree)
 			}
-			r80, err := AppendGatewayRoutes(nil, k80)
+			r80, err := AppendGatewayRoutes(nil, names, &rk80)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r443, err := AppendGatewayRoutes(nil, k443)
+			r443, err := AppendGatewayRoutes(nil, names, &rk443)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,12 +128,41 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 		})
 	}
 	t.Run("every source in one virtual host", func(t *testing.T) {
-		k := &GatewayVirtualHostKey{Syms: syms, Namespace: "gw", DomainSuffix: "cluster.local", Port: 80,
+		k := &GatewayVirtualHostKey{Namespace: "gw", DomainSuffix: "cluster.local", Port: 80,
 			Hosts: []string{"a.example"}, Sources: all, Destinations: []*index.Service{one, two}}
-		routes, err := AppendGatewayRoutes(nil, k)
+		rk := k.routesKey(names)
+		routes, err := AppendGatewayRoutes(nil, names, &rk)
 		if err != nil {
 			t.Fatal(err)
 		}
 		check(t, k, routes)
+	})
+	t.Run("hosts and RequireTLS are part of the key", func(t *testing.T) {
+		c := NewCache()
+		c.SetVerify(true)
+		key := func(host string, tls bool) *GatewayVirtualHostKey {
+			return &GatewayVirtualHostKey{Namespace: "gw", DomainSuffix: "cluster.local", Port: 80,
+				Hosts: []string{host}, Sources: all[:1], RequireTLS: tls, Destinations: []*index.Service{one, two}}
+		}
+		seen := map[string]string{}
+		for _, k := range []*GatewayVirtualHostKey{key("a.example", false), key("b.example", false), key("a.example", true)} {
+			e, err := Part(c, names, k, GatewayVirtualHostGen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, msg := GatewayVirtualHost(names, k)
+			if want, _ := marshalBare(msg); !bytes.Equal(e.Bytes, want) {
+				t.Errorf("%v tls=%v: cached bytes differ from the reference", k.Hosts, k.RequireTLS)
+			}
+			if other, dup := seen[string(e.Bytes)]; dup {
+				t.Errorf("%v tls=%v: same bytes as %s", k.Hosts, k.RequireTLS, other)
+			}
+			seen[string(e.Bytes)] = fmt.Sprint(k.Hosts, k.RequireTLS)
+		}
+		for _, st := range c.Stats() {
+			if st.Kind == "gatewayroutes" && st.Entries != 1 {
+				t.Errorf("%d routes parts, want the one the three virtual hosts share", st.Entries)
+			}
+		}
 	})
 }

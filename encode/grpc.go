@@ -19,11 +19,16 @@ import (
 // "xds.istio.io/grpc/lds/inbound/%s"; %s is IP:PORT).
 const GRPCServerListenerPrefix = "xds.istio.io/grpc/lds/inbound/"
 
+// Generators of proxyless gRPC listeners.
+var (
+	GRPCListenerGen       = resourceGen(KindListener, ListenerType, GRPCListener)
+	GRPCServerListenerGen = resourceGen(KindListener, ListenerType, GRPCServerListener)
+)
+
 // GRPCListenerKey is every input of a proxyless gRPC client listener: the
 // name the client asked for ("HOST:PORT", the target of xds:///HOST:PORT)
 // and the service port it resolves to.
 type GRPCListenerKey struct {
-	Syms *index.Symbols // resolver; not hashed
 	// Name is the listener name as requested (the client may use a short
 	// name; the listener answers under the name it asked for).
 	Name    string
@@ -31,7 +36,7 @@ type GRPCListenerKey struct {
 	Port    uint32
 }
 
-// Hash feeds every field but Syms.
+// Hash feeds every field.
 func (k *GRPCListenerKey) Hash() uint64 {
 	h := NewHasher("GRPCListenerKey")
 	h.Str(k.Name)
@@ -43,8 +48,8 @@ func (k *GRPCListenerKey) Hash() uint64 {
 // GRPCListener is istiod's grpcgen outbound listener: an api_listener whose
 // connection manager takes routes from RDS over ADS, named like the
 // service's cluster, with the filters gRPC supports (fault, router).
-func GRPCListener(k *GRPCListenerKey) (string, proto.Message) {
-	host := k.Syms.String(k.Service.Key.Host)
+func GRPCListener(n index.Names, k *GRPCListenerKey) (string, proto.Message) {
+	host := n.String(k.Service.Key.Host)
 	addr := "0.0.0.0"
 	if len(k.Service.Addresses) > 0 && k.Service.Addresses[0].IsSingleIP() {
 		addr = k.Service.Addresses[0].Addr().String()
@@ -66,7 +71,6 @@ func GRPCListener(k *GRPCListenerKey) (string, proto.Message) {
 // GRPCServerListenerKey is every input of the listener of an xDS-enabled
 // gRPC server on one of the proxy's service ports.
 type GRPCServerListenerKey struct {
-	Syms *index.Symbols // resolver; not hashed
 	// Name is the requested name, GRPCServerListenerPrefix + "IP:PORT".
 	Name string
 	// Host and Port are the listen address from the name.
@@ -80,7 +84,7 @@ type GRPCServerListenerKey struct {
 	Authz AuthzPolicies
 }
 
-// Hash feeds every field but Syms.
+// Hash feeds every field.
 func (k *GRPCServerListenerKey) Hash() uint64 {
 	h := NewHasher("GRPCServerListenerKey")
 	h.Str(k.Name)
@@ -100,7 +104,7 @@ func (k *GRPCServerListenerKey) Hash() uint64 {
 //
 // Like istiod's, the connection manager has no stat_prefix and the virtual
 // host no name: gRPC ignores both (Envoy would require them).
-func GRPCServerListener(k *GRPCServerListenerKey) (string, proto.Message) {
+func GRPCServerListener(n index.Names, k *GRPCServerListenerKey) (string, proto.Message) {
 	suffix := "plaintext"
 	var ts *core.TransportSocket
 	if k.MTLS == ServiceMTLSStrict {
@@ -110,7 +114,7 @@ func GRPCServerListener(k *GRPCServerListenerKey) (string, proto.Message) {
 			RequireClientCertificate: wrapperspb.Bool(true),
 		})}}
 	}
-	filters := append(authzGRPCFilters(k.Syms, &k.Authz), hfRouter)
+	filters := append(authzGRPCFilters(n, &k.Authz), hfRouter)
 	h := &hcm.HttpConnectionManager{
 		RouteSpecifier: &hcm.HttpConnectionManager_RouteConfig{RouteConfig: &route.RouteConfiguration{
 			Name: "inbound",

@@ -115,7 +115,7 @@ func (k *VirtualInboundKey) sidecarIngress() []*networking.IstioIngressListener 
 }
 
 // sidecarMTLS is PeerAuthentication's mode on an ingress port.
-func (k *VirtualInboundKey) sidecarMTLS(port uint32) ServiceMTLS {
+func (k viIn) sidecarMTLS(port uint32) ServiceMTLS {
 	for _, pm := range k.SidecarMTLS {
 		if pm.Port == port {
 			return pm.MTLS
@@ -126,7 +126,7 @@ func (k *VirtualInboundKey) sidecarMTLS(port uint32) ServiceMTLS {
 
 // sidecarChains appends the virtualInbound chains of the Sidecar's ingress
 // listeners that do not bind a port of their own.
-func (k *VirtualInboundKey) sidecarChains(chains []*listener.FilterChain, sec *inboundSecurity) []*listener.FilterChain {
+func (k viIn) sidecarChains(chains []*listener.FilterChain, sec *inboundSecurity) []*listener.FilterChain {
 	for _, in := range k.sidecarIngress() {
 		if SidecarBindsPort(in) || SidecarProtocol(in.GetPort().GetProtocol()) == index.ProtocolUDP {
 			continue
@@ -138,7 +138,7 @@ func (k *VirtualInboundKey) sidecarChains(chains []*listener.FilterChain, sec *i
 
 // ingressChains builds the chains of one ingress listener, as instanceChains
 // does for a service port.
-func (k *VirtualInboundKey) ingressChains(in *networking.IstioIngressListener, sec *inboundSecurity) []*listener.FilterChain {
+func (k viIn) ingressChains(in *networking.IstioIngressListener, sec *inboundSecurity) []*listener.FilterChain {
 	port := in.GetPort().GetNumber()
 	proto := SidecarProtocol(in.GetPort().GetProtocol())
 	opts := inboundOpts(lsClassOf(proto), k.sidecarMTLS(port))
@@ -146,8 +146,8 @@ func (k *VirtualInboundKey) ingressChains(in *networking.IstioIngressListener, s
 	cluster := InboundClusterName(port)
 	// Sidecar ingress has no service: istiod names it NAME.NAMESPACE for
 	// telemetry (the trace decorator).
-	host := k.Syms.String(k.Sidecar.Key.Name) + "." + k.Syms.String(k.Sidecar.Key.Namespace)
-	meta := sidecarConfigMetadata(k.Syms, k.Sidecar)
+	host := k.names.String(k.Sidecar.Key.Name) + "." + k.names.String(k.Sidecar.Key.Namespace)
+	meta := sidecarConfigMetadata(k.names, k.Sidecar)
 	out := make([]*listener.FilterChain, 0, len(opts))
 	for _, o := range opts {
 		fc := &listener.FilterChain{
@@ -179,8 +179,8 @@ func (k *VirtualInboundKey) ingressChains(in *networking.IstioIngressListener, s
 
 // sidecarConfigMetadata is istiod's BuildConfigInfoMetadata for a Sidecar:
 // filter_metadata.istio.config, the resource's API path.
-func sidecarConfigMetadata(syms *index.Symbols, c *index.Config) *core.Metadata {
-	path := "/apis/networking.istio.io/v1/namespaces/" + syms.String(c.Key.Namespace) + "/sidecar/" + syms.String(c.Key.Name)
+func sidecarConfigMetadata(names index.Names, c *index.Config) *core.Metadata {
+	path := "/apis/networking.istio.io/v1/namespaces/" + names.String(c.Key.Namespace) + "/sidecar/" + names.String(c.Key.Name)
 	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{
 		"istio": {Fields: map[string]*structpb.Value{"config": structpb.NewStringValue(path)}},
 	}}
@@ -212,11 +212,14 @@ func (k *SidecarIngressListenerKey) Name() string {
 	return ""
 }
 
+// SidecarIngressListenerGen generates SidecarIngressListenerKey's listener.
+var SidecarIngressListenerGen = resourceGen(KindListener, ListenerType, SidecarIngressListener)
+
 // SidecarIngressListener is istiod's inboundCustomListener: a listener
 // bound to BIND:PORT with the ingress port's chains, without the original
 // destination filter (nothing redirects to it).
-func SidecarIngressListener(k *SidecarIngressListenerKey) (string, proto.Message) {
-	vk := &k.Inbound
+func SidecarIngressListener(n index.Names, k *SidecarIngressListenerKey) (string, proto.Message) {
+	vk := viIn{&k.Inbound, n}
 	var in *networking.IstioIngressListener
 	for _, x := range vk.sidecarIngress() {
 		if x.GetPort().GetNumber() == k.Port {

@@ -38,6 +38,9 @@ type SidecarInboundClusterKey struct {
 	ProxyIPs string
 }
 
+// SidecarInboundClusterGen generates SidecarInboundClusterKey's cluster.
+var SidecarInboundClusterGen = resourceGen(KindCluster, ClusterType, SidecarInboundCluster)
+
 // Hash feeds every field.
 func (k *SidecarInboundClusterKey) Hash() uint64 {
 	h := NewHasher("SidecarInboundClusterKey")
@@ -114,8 +117,8 @@ func (k *SidecarInboundClusterKey) sidecarEndpoint(ep string) (string, uint32) {
 
 // SidecarInboundCluster builds the cluster k describes. It is a pure
 // function of k.
-func SidecarInboundCluster(k *SidecarInboundClusterKey) (string, proto.Message) {
-	ck := &k.Cluster
+func SidecarInboundCluster(n index.Names, k *SidecarInboundClusterKey) (string, proto.Message) {
+	ck := clIn{&k.Cluster, n}
 	name := InboundClusterName(ck.TargetPort)
 	c := &clusterv3.Cluster{
 		Name:           name,

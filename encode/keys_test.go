@@ -2,7 +2,13 @@ package encode_test
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"reflect"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -11,35 +17,152 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-// keyTypes lists every generator key type of package encode. Adding a key
-// type is one line here; TestKeysHashEveryField and TestKeysHashAllocs then
-// cover it.
+// keyTypes lists a value of every generator key type of package encode,
+// for reflection. TestKeyTypesListed checks it against the key types the
+// package's source declares (the types with the Key marker method), so a
+// key type missing here fails the tests instead of escaping them.
 var keyTypes = []encode.Key{
 	&encode.ClusterKey{},
 	&encode.EndpointsKey{},
 	&encode.VirtualHostKey{}, &encode.OutboundListenerKey{}, &encode.VirtualOutboundKey{}, &encode.VirtualInboundKey{}, &encode.GRPCListenerKey{}, &encode.GRPCServerListenerKey{},
-	&encode.GatewayListenerKey{}, &encode.GatewayVirtualHostKey{}, &encode.NameTableKey{}, &encode.SecretKey{},
-	&encode.SidecarIngressListenerKey{}, &encode.SidecarInboundClusterKey{},
+	&encode.GatewayListenerKey{}, &encode.GatewayVirtualHostKey{}, &encode.GatewayRoutesKey{}, &encode.NameTableKey{}, &encode.SecretKey{},
+	&encode.SidecarIngressListenerKey{}, &encode.SidecarInboundClusterKey{}, &encode.RouteConfigKey{}, &encode.EgressCatchAllKey{},
 }
 
-// hashExempt lists the types a key may hold without feeding them to Hash,
-// with the reason. Nothing else is exempt.
-var hashExempt = map[reflect.Type]string{
-	// Resolves interned IDs to strings. Symbols are append-only and never
-	// reused, so Sym -> string is a fixed function; the Syms in a key (and
-	// the rows' hashes, which are computed over Syms) already identify the
-	// strings.
-	reflect.TypeFor[*index.Symbols](): "append-only, deterministic Sym resolver",
-	// Resolves LabelSetIDs to labels, append-only like Symbols: the IDs in
-	// the key identify the label sets.
-	reflect.TypeFor[*index.LabelSets](): "append-only, deterministic label-set resolver",
+// TestKeyTypesListed: the key types are found in the package's source, not
+// listed by hand: every type with a method named key (the unexported
+// marker of encode.Key, which no other package can implement) in a
+// non-test file is in keyTypes, and nothing else is.
+func TestKeyTypesListed(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, pkg := range pkgs {
+		for _, f := range pkg.Files {
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Recv == nil || fd.Name.Name != "key" || len(fd.Recv.List) != 1 {
+					continue
+				}
+				typ := fd.Recv.List[0].Type
+				if st, ok := typ.(*ast.StarExpr); ok {
+					typ = st.X
+				}
+				if id, ok := typ.(*ast.Ident); ok {
+					found[id.Name] = true
+				}
+			}
+		}
+	}
+	if len(found) == 0 {
+		t.Fatal("no key type found in the source")
+	}
+	listed := map[string]bool{}
+	for _, k := range keyTypes {
+		listed[reflect.TypeOf(k).Elem().Name()] = true
+	}
+	for name := range found {
+		if !listed[name] {
+			t.Errorf("key type %s is not in keyTypes: add it, so that the key tests cover it", name)
+		}
+	}
+	for name := range listed {
+		if !found[name] {
+			t.Errorf("keyTypes lists %s, which has no key marker", name)
+		}
+	}
 }
 
-// A row is a struct with a content hash computed once at ingest (Service,
-// EndpointShard, Config...): keys hash a row by its Hash, so the test
-// mutates that.
+// TestKeysHoldValuesOnly: a key holds values — scalars, strings, value
+// structs, slices of values — and references only to what cannot change:
+// immutable index rows (a content hash stands for them) and cache entries
+// (their version names their bytes). A pointer to a table (index.Symbols,
+// index.LabelSets, a snapshot), a map, a function, an interface or a
+// channel in a key is an input the key's hash does not pin down.
+func TestKeysHoldValuesOnly(t *testing.T) {
+	for _, k := range keyTypes {
+		typ := reflect.TypeOf(k).Elem()
+		for _, v := range valueViolations(typ.Name(), typ, map[reflect.Type]bool{}) {
+			t.Errorf("%s", v)
+		}
+	}
+}
+
+// TestValueViolationsCatches: the checker itself finds each kind of
+// forbidden field.
+func TestValueViolationsCatches(t *testing.T) {
+	type inner struct{ M map[string]int }
+	type bad struct {
+		Syms   *index.Symbols
+		Labels *index.LabelSets
+		Snap   *index.Snapshot
+		M      map[string]string
+		F      func() int
+		I      any
+		C      chan int
+		Nested []inner
+		Row    *index.Service // allowed
+	}
+	got := valueViolations("bad", reflect.TypeFor[bad](), map[reflect.Type]bool{})
+	for _, want := range []string{"bad.Syms", "bad.Labels", "bad.Snap", "bad.M", "bad.F", "bad.I", "bad.C", "bad.Nested[0].M"} {
+		if !slices.ContainsFunc(got, func(v string) bool { return strings.HasPrefix(v, want+":") }) {
+			t.Errorf("no violation reported for %s (got %q)", want, got)
+		}
+	}
+	if len(got) != 8 {
+		t.Errorf("%d violations, want 8: %q", len(got), got)
+	}
+}
+
+// valueViolations lists the fields reachable from typ that a key may not
+// hold.
+func valueViolations(path string, typ reflect.Type, seen map[reflect.Type]bool) []string {
+	switch typ.Kind() {
+	case reflect.Struct:
+		if seen[typ] {
+			return nil
+		}
+		seen[typ] = true
+		defer delete(seen, typ)
+		var out []string
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			if isHashCache(f) {
+				continue
+			}
+			out = append(out, valueViolations(path+"."+f.Name, f.Type, seen)...)
+		}
+		return out
+	case reflect.Pointer:
+		switch {
+		case isRow(typ), typ == entryType:
+			return nil // immutable, hashed by content
+		case typ.Elem().PkgPath() == encodePkg && typ.Elem().Kind() == reflect.Struct:
+			return valueViolations(path, typ.Elem(), seen) // a value the key owns
+		}
+		return []string{path + ": pointer to " + typ.Elem().String() + ", which can change"}
+	case reflect.Slice, reflect.Array:
+		return valueViolations(path+"[0]", typ.Elem(), seen)
+	case reflect.Map, reflect.Func, reflect.Interface, reflect.Chan, reflect.UnsafePointer:
+		return []string{path + ": " + typ.Kind().String()}
+	}
+	return nil
+}
+
+var (
+	entryType = reflect.TypeFor[*encode.Entry]()
+	encodePkg = reflect.TypeFor[encode.Entry]().PkgPath()
+	indexPkg  = reflect.TypeFor[index.Service]().PkgPath()
+)
+
+// A row is an index struct with a content hash computed once at ingest
+// (Service, EndpointShard, Config...), immutable once published: keys
+// hash a row by its Hash, so the test mutates that.
 func isRow(t reflect.Type) bool {
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || t.Elem().PkgPath() != indexPkg {
 		return false
 	}
 	f, ok := t.Elem().FieldByName("Hash")
@@ -94,9 +217,6 @@ func TestKeysHashAllocs(t *testing.T) {
 // visitLeaves calls leaf for every mutable input reachable from a value of
 // type typ located by at(root).
 func visitLeaves(path string, typ reflect.Type, at func(reflect.Value) reflect.Value, leaf func(string, func(reflect.Value))) {
-	if _, ok := hashExempt[typ]; ok {
-		return
-	}
 	switch typ.Kind() {
 	case reflect.Struct:
 		for i := 0; i < typ.NumField(); i++ {
@@ -115,6 +235,13 @@ func visitLeaves(path string, typ reflect.Type, at func(reflect.Value) reflect.V
 			leaf(path+".Hash", func(r reflect.Value) {
 				h := at(r).Elem().FieldByName("Hash")
 				h.SetUint(h.Uint() + 1)
+			})
+			return
+		}
+		if typ == entryType {
+			leaf(path+".Version", func(r reflect.Value) {
+				v := at(r).Elem().FieldByName("Version")
+				v.SetString(v.String() + "x")
 			})
 			return
 		}
@@ -174,9 +301,6 @@ func mutateScalar(v reflect.Value) {
 // fill sets every field reachable from v to a non-zero value, so that each
 // mutation (including to nil or zero) is a change.
 func fill(v reflect.Value) {
-	if _, ok := hashExempt[v.Type()]; ok {
-		return
-	}
 	switch v.Kind() {
 	case reflect.Bool:
 		v.SetBool(true)
@@ -213,11 +337,8 @@ func fill(v reflect.Value) {
 }
 
 // deepCopy copies v (a pointer, struct, slice or map) so that mutating the
-// copy leaves the original untouched. Exempt resolvers are shared.
+// copy leaves the original untouched.
 func deepCopy(v reflect.Value) reflect.Value {
-	if _, ok := hashExempt[v.Type()]; ok {
-		return v
-	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {

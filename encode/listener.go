@@ -17,13 +17,15 @@ import (
 // ListenerType is the type URL of LDS resources.
 const ListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
 
+// ClusterType is the type URL of CDS resources.
+const ClusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+
 // OutboundListenerKey is every input of one sidecar outbound listener: a
 // bind address and port, and the services whose ports land on it in the
 // order istiod adds them (which decides conflicts). An HTTP port's services
 // share one wildcard listener whose routes come from RDS; a TCP or TLS
 // service with a VIP gets a listener of its own.
 type OutboundListenerKey struct {
-	Syms *index.Symbols // resolver; not hashed
 	// Namespace is the proxy's namespace (VirtualService sourceNamespace).
 	Namespace    string
 	DomainSuffix string
@@ -58,7 +60,7 @@ type ListenerService struct {
 	DestinationRules []HostDestinationRule
 }
 
-// Hash feeds every field but Syms.
+// Hash feeds every field.
 func (k *OutboundListenerKey) Hash() uint64 {
 	h := NewHasher("OutboundListenerKey")
 	h.Str(k.Namespace)
@@ -185,10 +187,14 @@ const (
 	lsAutoOverTCP
 )
 
+// OutboundListenerGen generates OutboundListenerKey's listener.
+var OutboundListenerGen = resourceGen(KindListener, ListenerType, OutboundListener)
+
 // OutboundListener generates a sidecar outbound listener: istiod's
 // buildSidecarOutboundListener over the key's services, then
 // buildListenerFromEntry.
-func OutboundListener(k *OutboundListenerKey) (string, proto.Message) {
+func OutboundListener(n index.Names, key *OutboundListenerKey) (string, proto.Message) {
+	k := olIn{key, n}
 	var e *lsEntry
 	for i := range k.Services {
 		e = k.add(e, &k.Services[i])
@@ -201,7 +207,7 @@ func OutboundListener(k *OutboundListenerKey) (string, proto.Message) {
 
 func (k *OutboundListenerKey) wildcard() bool { return k.Bind == "0.0.0.0" || k.Bind == "::" }
 
-func (k *OutboundListenerKey) add(e *lsEntry, ls *ListenerService) *lsEntry {
+func (k olIn) add(e *lsEntry, ls *ListenerService) *lsEntry {
 	port := ls.Service.PortByNumber(k.Port)
 	if port == nil {
 		return e
@@ -293,17 +299,17 @@ var lsPlaintextHTTPALPNs = []string{"http/1.1", "h2c"}
 
 // httpChain is istiod's buildSidecarOutboundHTTPListenerOpts: RDS named
 // after the port, or "HOST:PORT" for a sniffed service on its own VIP.
-func (k *OutboundListenerKey) httpChain(ls *ListenerService, auto bool) *lsChain {
+func (k olIn) httpChain(ls *ListenerService, auto bool) *lsChain {
 	rds := strconv.FormatUint(uint64(k.Port), 10)
 	if auto && !k.wildcard() {
-		rds = k.Syms.String(ls.Service.Key.Host) + ":" + rds
+		rds = k.names.String(ls.Service.Key.Host) + ":" + rds
 	}
 	p := ls.Service.PortByNumber(k.Port).Protocol
 	return &lsChain{http: &hcmOpts{rds: rds, protocol: p}}
 }
 
 // build is istiod's buildListenerFromEntry.
-func (k *OutboundListenerKey) build(e *lsEntry) *listener.Listener {
+func (k olIn) build(e *lsEntry) *listener.Listener {
 	name := k.Name()
 	l := &listener.Listener{
 		Name:                             name,
@@ -366,7 +372,7 @@ var lsTransportSocketConnectTimeout = durationpb.New(15 * time.Second)
 
 // fallthroughFilter sends unmatched traffic to PassthroughCluster or the
 // egress proxy (ALLOW_ANY), or BlackHoleCluster (REGISTRY_ONLY).
-func (k *OutboundListenerKey) fallthroughFilter() *listener.Filter {
+func (k olIn) fallthroughFilter() *listener.Filter {
 	c := catchAllCluster(k.OutboundAllowAny, k.EgressCluster)
 	return lsTCPProxy(c, c)
 }

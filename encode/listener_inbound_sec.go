@@ -62,13 +62,13 @@ type inboundSecurity struct {
 	net  []*listener.Filter // RBAC, before tcp_proxy
 }
 
-func (k *VirtualInboundKey) security() *inboundSecurity {
+func (k viIn) security() *inboundSecurity {
 	s := &inboundSecurity{}
-	if f := jwtFilter(k.Syms, k.RequestAuthn); f != nil {
+	if f := jwtFilter(k.names, k.RequestAuthn); f != nil {
 		s.http = append(s.http, f)
 	}
-	s.http = append(s.http, authzHTTPFilters(k.Syms, &k.Authz)...)
-	s.net = authzTCPFilters(k.Syms, &k.Authz)
+	s.http = append(s.http, authzHTTPFilters(k.names, &k.Authz)...)
+	s.net = authzTCPFilters(k.names, &k.Authz)
 	return s
 }
 
@@ -97,19 +97,19 @@ func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
 
 // securityHTTPFilters are a router's jwt_authn and RBAC filters for its
 // HTTP servers, as on a sidecar's inbound HTTP chains.
-func (k *GatewayListenerKey) securityHTTPFilters() []*hcm.HttpFilter {
+func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
 	var out []*hcm.HttpFilter
-	if f := jwtFilter(k.Syms, k.RequestAuthn); f != nil {
+	if f := jwtFilter(k.names, k.RequestAuthn); f != nil {
 		out = append(out, f)
 	}
-	return append(out, authzHTTPFilters(k.Syms, &k.Authz)...)
+	return append(out, authzHTTPFilters(k.names, &k.Authz)...)
 }
 
 // tcpFilters are a router's network filters for a TCP, TLS or passthrough
 // server: the RBAC filters of the policies selecting it, then proxy.
-func (k *GatewayListenerKey) tcpFilters(proxy *listener.Filter) []*listener.Filter {
+func (k gwlIn) tcpFilters(proxy *listener.Filter) []*listener.Filter {
 	if k.Authz.Empty() {
 		return []*listener.Filter{proxy}
 	}
-	return append(authzTCPFilters(k.Syms, &k.Authz), proxy)
+	return append(authzTCPFilters(k.names, &k.Authz), proxy)
 }

@@ -30,7 +30,7 @@ func lsIsTLS(p index.Protocol) bool { return p == index.ProtocolTLS || p == inde
 // serviceCIDRs returns the destination CIDRs of a service on a wildcard
 // listener: its addresses when the first one is a CIDR (istiod falls back
 // to 0.0.0.0 with a prefix match), else none.
-func (k *OutboundListenerKey) serviceCIDRs(svc *index.Service) []string {
+func (k olIn) serviceCIDRs(svc *index.Service) []string {
 	if !k.wildcard() || len(svc.Addresses) == 0 || svc.Addresses[0].IsSingleIP() {
 		return nil
 	}
@@ -48,7 +48,7 @@ func hasVIP(svc *index.Service) bool {
 
 // tcpChains is istiod's buildSidecarOutboundTCPListenerOpts: TLS chains
 // for TLS ports, TCP chains otherwise.
-func (k *OutboundListenerKey) tcpChains(ls *ListenerService) []*lsChain {
+func (k olIn) tcpChains(ls *ListenerService) []*lsChain {
 	p := ls.Service.PortByNumber(k.Port).Protocol
 	if lsIsTLS(p) {
 		return k.tlsChains(ls)
@@ -59,7 +59,7 @@ func (k *OutboundListenerKey) tcpChains(ls *ListenerService) []*lsChain {
 // lsTCPMatch evaluates a TCP or TLS match's static predicates for a
 // sidecar (gateways, port, source namespace; source labels are unknown to
 // a class, so a match with labels never applies).
-func (k *OutboundListenerKey) lsMatches(gateways []string, labels map[string]string, port uint32, sourceNS string) bool {
+func (k olIn) lsMatches(gateways []string, labels map[string]string, port uint32, sourceNS string) bool {
 	if len(gateways) > 0 && !slices.Contains(gateways, meshGatewayName) {
 		return false
 	}
@@ -73,7 +73,7 @@ func (k *OutboundListenerKey) lsMatches(gateways []string, labels map[string]str
 }
 
 // tlsChains is istiod's buildSidecarOutboundTLSFilterChainOpts.
-func (k *OutboundListenerKey) tlsChains(ls *ListenerService) []*lsChain {
+func (k olIn) tlsChains(ls *ListenerService) []*lsChain {
 	cidrs := k.serviceCIDRs(ls.Service)
 	var out []*lsChain
 	var handled []string
@@ -94,7 +94,7 @@ func (k *OutboundListenerKey) tlsChains(ls *ListenerService) []*lsChain {
 				h := strings.Join(m.GetSniHosts(), ",") + "|" + strings.Join(m.GetDestinationSubnets(), ",")
 				if !slices.Contains(handled, h) {
 					out = append(out, &lsChain{
-						metadata: rtConfigMetadata("virtual-service", k.Syms.String(c.Key.Namespace), k.Syms.String(c.Key.Name)),
+						metadata: rtConfigMetadata("virtual-service", k.names.String(c.Key.Namespace), k.names.String(c.Key.Name)),
 						sni:      m.GetSniHosts(),
 						cidrs:    chainCIDRs,
 						filters:  k.routeFilters(ls, c, tr.GetRoute()),
@@ -107,7 +107,7 @@ func (k *OutboundListenerKey) tlsChains(ls *ListenerService) []*lsChain {
 	if len(out) > 0 {
 		return out
 	}
-	host := k.Syms.String(ls.Service.Key.Host)
+	host := k.names.String(ls.Service.Key.Host)
 	var sni []string
 	if len(cidrs) > 0 || (!hasVIP(ls.Service) && k.wildcard()) {
 		sni = []string{host}
@@ -118,7 +118,7 @@ func (k *OutboundListenerKey) tlsChains(ls *ListenerService) []*lsChain {
 
 // servicePort is the port a route without one goes to: the service's only
 // port, else the listener's.
-func (k *OutboundListenerKey) servicePort(svc *index.Service) uint32 {
+func (k olIn) servicePort(svc *index.Service) uint32 {
 	if svc != nil && len(svc.Ports) == 1 {
 		return svc.Ports[0].Number
 	}
@@ -126,14 +126,14 @@ func (k *OutboundListenerKey) servicePort(svc *index.Service) uint32 {
 }
 
 // plainTCPChains is istiod's buildSidecarOutboundTCPFilterChainOpts.
-func (k *OutboundListenerKey) plainTCPChains(ls *ListenerService) []*lsChain {
+func (k olIn) plainTCPChains(ls *ListenerService) []*lsChain {
 	cidrs := k.serviceCIDRs(ls.Service)
 	var out []*lsChain
 	defaultAdded := false
 loop:
 	for _, c := range ls.VirtualServices {
 		vs, _ := c.Spec.(*networking.VirtualService)
-		meta := rtConfigMetadata("virtual-service", k.Syms.String(c.Key.Namespace), k.Syms.String(c.Key.Name))
+		meta := rtConfigMetadata("virtual-service", k.names.String(c.Key.Namespace), k.names.String(c.Key.Name))
 		for _, tr := range vs.GetTcp() {
 			if len(tr.GetRoute()) == 0 {
 				continue
@@ -164,7 +164,7 @@ loop:
 		}
 	}
 	if !defaultAdded {
-		host := k.Syms.String(ls.Service.Key.Host)
+		host := k.names.String(ls.Service.Key.Host)
 		cluster := outboundClusterName(k.servicePort(ls.Service), "", host)
 		out = append(out, &lsChain{cidrs: cidrs, filters: []*listener.Filter{ls.tcpProxy(cluster, cluster, host, "")}})
 	}
@@ -173,8 +173,8 @@ loop:
 
 // routeFilters is istiod's buildOutboundNetworkFilters: a TCP proxy to one
 // destination, or weighted over several.
-func (k *OutboundListenerKey) routeFilters(ls *ListenerService, c *index.Config, routes []*networking.RouteDestination) []*listener.Filter {
-	ns := k.Syms.String(c.Key.Namespace)
+func (k olIn) routeFilters(ls *ListenerService, c *index.Config, routes []*networking.RouteDestination) []*listener.Filter {
+	ns := k.names.String(c.Key.Namespace)
 	// istiod applies the rule of the first destination's host.
 	first := rtResolveHost(routes[0].GetDestination().GetHost(), ns, k.DomainSuffix)
 	if len(routes) == 1 {
@@ -191,7 +191,7 @@ func (k *OutboundListenerKey) routeFilters(ls *ListenerService, c *index.Config,
 		}
 	}
 	p := &tcp.TcpProxy{
-		StatPrefix:       k.Syms.String(c.Key.Name) + "." + ns,
+		StatPrefix:       k.names.String(c.Key.Name) + "." + ns,
 		ClusterSpecifier: &tcp.TcpProxy_WeightedClusters{WeightedClusters: w},
 	}
 	ls.applyRule(p, first, "")
@@ -241,14 +241,14 @@ func (ls *ListenerService) applyRule(p *tcp.TcpProxy, host, subset string) {
 // destinationCluster is istiod's GetDestinationCluster for TCP routes: the
 // destination's port, else the destination service's only port, else the
 // listener's.
-func (k *OutboundListenerKey) destinationCluster(ls *ListenerService, d *networking.Destination, ns string) string {
+func (k olIn) destinationCluster(ls *ListenerService, d *networking.Destination, ns string) string {
 	if d.GetHost() == "" {
 		return "UnknownService"
 	}
 	host := rtResolveHost(d.GetHost(), ns, k.DomainSuffix)
 	var svc *index.Service
 	for _, s := range ls.Destinations {
-		if k.Syms.String(s.Key.Host) == host {
+		if k.names.String(s.Key.Host) == host {
 			svc = s
 			break
 		}

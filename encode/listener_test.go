@@ -20,7 +20,7 @@ func tcpP(n uint32, p index.Protocol) index.Port { return index.Port{Number: n, 
 
 func outboundKey(r *lrRows, bind string, port uint32, svcs ...encode.ListenerService) *encode.OutboundListenerKey {
 	return &encode.OutboundListenerKey{
-		Syms: r.syms, Namespace: "default", DomainSuffix: "cluster.local", OutboundAllowAny: true,
+		Namespace: "default", DomainSuffix: "cluster.local", OutboundAllowAny: true,
 		Bind: bind, Port: port, Services: svcs,
 	}
 }
@@ -47,7 +47,7 @@ func genListener[K any](t *testing.T, gen func(K) (string, any), k K, deep bool)
 
 func outbound(t *testing.T, k *encode.OutboundListenerKey) *listener.Listener {
 	t.Helper()
-	return genListener(t, func(k *encode.OutboundListenerKey) (string, any) { return encode.OutboundListener(k) }, k, true)
+	return genListener(t, func(k *encode.OutboundListenerKey) (string, any) { return encode.OutboundListener(lrNames, k) }, k, true)
 }
 
 func tcpProxyOf(t *testing.T, fc *listener.FilterChain) *tcp.TcpProxy {
@@ -273,7 +273,7 @@ func TestOutboundListenerVirtualServiceRoutes(t *testing.T) {
 func TestVirtualListeners(t *testing.T) {
 	r := newLRRows()
 	t.Run("virtualOutbound", func(t *testing.T) {
-		l := genListener(t, func(k *encode.VirtualOutboundKey) (string, any) { return encode.VirtualOutboundListener(k) },
+		l := genListener(t, func(k *encode.VirtualOutboundKey) (string, any) { return encode.VirtualOutboundListener(lrNames, k) },
 			&encode.VirtualOutboundKey{OutboundAllowAny: false}, true)
 		if l.Name != "virtualOutbound" || !l.GetUseOriginalDst().GetValue() || l.GetAddress().GetSocketAddress().GetPortValue() != 15001 {
 			t.Fatalf("listener = %v", l)
@@ -285,13 +285,13 @@ func TestVirtualListeners(t *testing.T) {
 	})
 	t.Run("virtualInbound", func(t *testing.T) {
 		web := r.svc("web.default.svc.cluster.local", "default", index.OriginKubernetes, []string{"10.0.0.3"})
-		k := &encode.VirtualInboundKey{Syms: r.syms, TrustDomain: "example.org", Instances: []encode.InboundInstance{
+		k := &encode.VirtualInboundKey{TrustDomain: "example.org", Instances: []encode.InboundInstance{
 			{Service: web, Port: index.Port{Number: 80, Protocol: index.ProtocolHTTP2}, TargetPort: 8080},
 			{Service: web, Port: index.Port{Number: 81, Protocol: index.ProtocolHTTP}, TargetPort: 8080}, // same target port: first wins
 			{Service: web, Port: index.Port{Number: 9090, Protocol: index.ProtocolGRPC}, TargetPort: 9090},
 			{Service: web, Port: index.Port{Number: 7000, Protocol: index.ProtocolUnknown}, TargetPort: 7000},
 		}}
-		l := genListener(t, func(k *encode.VirtualInboundKey) (string, any) { return encode.VirtualInboundListener(k) }, k, true)
+		l := genListener(t, func(k *encode.VirtualInboundKey) (string, any) { return encode.VirtualInboundListener(lrNames, k) }, k, true)
 		byPort := map[uint32][]*listener.FilterChain{}
 		for _, fc := range l.FilterChains {
 			p := fc.GetFilterChainMatch().GetDestinationPort().GetValue()
@@ -334,8 +334,8 @@ func TestVirtualListeners(t *testing.T) {
 func TestGRPCListeners(t *testing.T) {
 	r := newLRRows()
 	svc := r.svc("echo.default.svc.cluster.local", "default", index.OriginKubernetes, []string{"10.0.0.4"}, index.Port{Number: 7070, Protocol: index.ProtocolGRPC})
-	l := genListener(t, func(k *encode.GRPCListenerKey) (string, any) { return encode.GRPCListener(k) },
-		&encode.GRPCListenerKey{Syms: r.syms, Name: "echo:7070", Service: svc, Port: 7070}, false)
+	l := genListener(t, func(k *encode.GRPCListenerKey) (string, any) { return encode.GRPCListener(lrNames, k) },
+		&encode.GRPCListenerKey{Name: "echo:7070", Service: svc, Port: 7070}, false)
 	h := &hcm.HttpConnectionManager{}
 	if err := l.GetApiListener().GetApiListener().UnmarshalTo(h); err != nil {
 		t.Fatal(err)
@@ -346,7 +346,7 @@ func TestGRPCListeners(t *testing.T) {
 		t.Errorf("listener = %v\nhcm = %v", l, h)
 	}
 
-	s := genListener(t, func(k *encode.GRPCServerListenerKey) (string, any) { return encode.GRPCServerListener(k) },
+	s := genListener(t, func(k *encode.GRPCServerListenerKey) (string, any) { return encode.GRPCServerListener(lrNames, k) },
 		&encode.GRPCServerListenerKey{Name: encode.GRPCServerListenerPrefix + "10.0.0.4:7070", Host: "10.0.0.4", Port: 7070}, false)
 	sh := hcmOf(t, s.FilterChains[0])
 	rt := sh.GetRouteConfig().GetVirtualHosts()[0].GetRoutes()[0]

@@ -57,7 +57,7 @@ func (k *VirtualOutboundKey) Hash() uint64 {
 // to 15001 itself are dropped, the rest pass through (ALLOW_ANY) or are
 // dropped (REGISTRY_ONLY). With an egress proxy, istiod adds a bare
 // tls_inspector so the proxy's cluster sees SNI.
-func VirtualOutboundListener(k *VirtualOutboundKey) (string, proto.Message) {
+func VirtualOutboundListener(_ index.Names, k *VirtualOutboundKey) (string, proto.Message) {
 	catchAll := catchAllCluster(k.OutboundAllowAny, k.EgressCluster)
 	var filters []*listener.ListenerFilter
 	if k.OutboundAllowAny && k.EgressCluster != "" {
@@ -107,7 +107,6 @@ type InboundInstance struct {
 // PeerAuthentication modes (per port on the instances, workload-wide for
 // the passthrough chains), AuthorizationPolicies and RequestAuthentications.
 type VirtualInboundKey struct {
-	Syms                     *index.Symbols // resolver; not hashed
 	TrustDomain              string
 	IPv6                     bool
 	ProtocolDetectionTimeout time.Duration
@@ -133,7 +132,7 @@ type VirtualInboundKey struct {
 	ProxyIPs    string
 }
 
-// Hash feeds every field but Syms.
+// Hash feeds every field.
 func (k *VirtualInboundKey) Hash() uint64 {
 	h := NewHasher("VirtualInboundKey")
 	h.Str(k.TrustDomain)
@@ -193,10 +192,17 @@ var (
 	}
 )
 
+// Generators of the virtual listeners.
+var (
+	VirtualOutboundGen = resourceGen(KindListener, ListenerType, VirtualOutboundListener)
+	VirtualInboundGen  = resourceGen(KindListener, ListenerType, VirtualInboundListener)
+)
+
 // VirtualInboundListener is istiod's inbound virtual listener: a blackhole
 // for 15006 itself, passthrough chains for ports no service declares, and
 // chains per served port to inbound|PORT||.
-func VirtualInboundListener(k *VirtualInboundKey) (string, proto.Message) {
+func VirtualInboundListener(n index.Names, key *VirtualInboundKey) (string, proto.Message) {
+	k := viIn{key, n}
 	wildcard := lsWildcard(k.IPv6)
 	chains := []*listener.FilterChain{{
 		Name:             "virtualInbound-blackhole",
@@ -242,7 +248,7 @@ func VirtualInboundListener(k *VirtualInboundKey) (string, proto.Message) {
 // passthroughChains appends istiod's passthrough chains (to
 // InboundPassthroughCluster) for mode m, matching destination port port
 // (0: any).
-func (k *VirtualInboundKey) passthroughChains(chains []*listener.FilterChain, port uint32, m ServiceMTLS, sec *inboundSecurity) []*listener.FilterChain {
+func (k viIn) passthroughChains(chains []*listener.FilterChain, port uint32, m ServiceMTLS, sec *inboundSecurity) []*listener.FilterChain {
 	for _, o := range inboundOpts(lsAuto, m) {
 		fc := &listener.FilterChain{FilterChainMatch: &listener.FilterChainMatch{ApplicationProtocols: o.alpn, TransportProtocol: o.transport}}
 		if port != 0 {
@@ -267,7 +273,7 @@ func (k *VirtualInboundKey) passthroughChains(chains []*listener.FilterChain, po
 	return chains
 }
 
-func (k *VirtualInboundKey) mtls(http bool) *core.TransportSocket {
+func (k viIn) mtls(http bool) *core.TransportSocket {
 	if http {
 		return lsInboundMTLS(k.TrustDomain, lsALPNInboundHTTP)
 	}
@@ -275,12 +281,12 @@ func (k *VirtualInboundKey) mtls(http bool) *core.TransportSocket {
 }
 
 // instanceChains builds the chains of one served port.
-func (k *VirtualInboundKey) instanceChains(wildcard string, in *InboundInstance, sec *inboundSecurity) []*listener.FilterChain {
+func (k viIn) instanceChains(wildcard string, in *InboundInstance, sec *inboundSecurity) []*listener.FilterChain {
 	opts := inboundOpts(lsClassOf(in.Port.Protocol), in.MTLS)
 	tport := strconv.FormatUint(uint64(in.TargetPort), 10)
 	name := wildcard + "_" + tport
 	cluster := "inbound|" + tport + "||"
-	host := k.Syms.String(in.Service.Key.Host)
+	host := k.names.String(in.Service.Key.Host)
 	out := make([]*listener.FilterChain, 0, len(opts))
 	for _, o := range opts {
 		fc := &listener.FilterChain{

@@ -19,13 +19,14 @@ import (
 // NameTableType is the type URL of istio-agent's DNS name table (NDS).
 const NameTableType = "type.googleapis.com/istio.networking.nds.v1.NameTable"
 
+// NameTableGen generates NameTableKey's table, encoded directly.
+var NameTableGen = resourceGenAppend(KindNameTable, NameTableType, NameTable, AppendNameTable)
+
 // NameTableKey is every input of a proxy's DNS name table: the services its
 // scope sees, and for headless services (Kubernetes, no cluster IP, NONE
 // resolution) their endpoint shards, whose ready addresses the name
 // resolves to.
 type NameTableKey struct {
-	// Syms resolves the rows' symbols; not hashed.
-	Syms *index.Symbols
 	// Services are the visible services sorted by hostname, one per host.
 	Services []*index.Service
 	// Headless are the endpoint shards of the headless services among
@@ -33,7 +34,7 @@ type NameTableKey struct {
 	Headless []*index.EndpointShard
 }
 
-// Hash feeds every field but Syms.
+// Hash feeds every field.
 func (k *NameTableKey) Hash() uint64 {
 	h := NewHasher("NameTableKey")
 	hashSvcRows(&h, k.Services)
@@ -65,7 +66,7 @@ type ntEntry struct {
 // with addresses (its VIPs, or a headless service's ready endpoint IPs),
 // Kubernetes names with their namespace and short name. Hosts are unique
 // (the scope keeps one service per host).
-func (k *NameTableKey) entries() []ntEntry {
+func (k *NameTableKey) entries(n index.Names) []ntEntry {
 	out := make([]ntEntry, 0, len(k.Services))
 	for i, s := range k.Services {
 		var ips []string
@@ -80,11 +81,11 @@ func (k *NameTableKey) entries() []ntEntry {
 		if len(ips) == 0 {
 			continue
 		}
-		e := ntEntry{host: k.Syms.String(s.Key.Host), ips: ips, registry: "External"}
+		e := ntEntry{host: n.String(s.Key.Host), ips: ips, registry: "External"}
 		if s.Origin == index.OriginKubernetes {
 			e.registry = "Kubernetes"
-			e.namespace = k.Syms.String(s.Key.Namespace)
-			e.shortname = k.Syms.String(s.Name)
+			e.namespace = n.String(s.Key.Namespace)
+			e.shortname = n.String(s.Name)
 		}
 		out = append(out, e)
 	}
@@ -152,8 +153,8 @@ func (e *ntEntry) entrySize() int {
 // (its size, then its encoding, as encode.ResourceAppend expects), map
 // entries in hostname order as a deterministic marshal orders them. It
 // sizes the table first, so it grows dst once.
-func AppendNameTable(dst []byte, k *NameTableKey) (string, []byte) {
-	es := k.entries()
+func AppendNameTable(dst []byte, n index.Names, k *NameTableKey) (string, []byte) {
+	es := k.entries(n)
 	size := 0
 	for i := range es {
 		size += protowire.SizeTag(ntTable) + protowire.SizeBytes(es[i].entrySize())
@@ -180,12 +181,12 @@ func AppendNameTable(dst []byte, k *NameTableKey) (string, []byte) {
 
 // NameTable builds the same table as a dynamic message of
 // NameTableDescriptor: the reference AppendNameTable is verified against.
-func NameTable(k *NameTableKey) (string, proto.Message) {
+func NameTable(n index.Names, k *NameTableKey) (string, proto.Message) {
 	md := NameTableDescriptor()
 	m := dynamicpb.NewMessage(md)
 	table := m.Mutable(md.Fields().ByNumber(ntTable)).Map()
 	infoMD := md.Fields().ByNumber(ntTable).MapValue().Message()
-	for _, e := range k.entries() {
+	for _, e := range k.entries(n) {
 		info := dynamicpb.NewMessage(infoMD)
 		ips := info.Mutable(infoMD.Fields().ByNumber(niIPs)).List()
 		for _, ip := range e.ips {

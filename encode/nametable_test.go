@@ -87,10 +87,11 @@ func TestNameTable(t *testing.T) {
 		{Addr: netip.MustParseAddr("10.244.0.6"), Health: index.HealthUnhealthy},
 		{Addr: netip.MustParseAddr("10.244.0.7")},
 	}}}}
-	k := &encode.NameTableKey{Syms: syms, Services: []*index.Service{se, kube, headless, noVIP}, Headless: []*index.EndpointShard{nil, nil, shard, nil}}
+	n := index.NamesOf(syms, nil)
+	k := &encode.NameTableKey{Services: []*index.Service{se, kube, headless, noVIP}, Headless: []*index.EndpointShard{nil, nil, shard, nil}}
 	c := encode.NewCache()
 	c.SetVerify(true) // the hand encoding is checked against the dynamic message
-	e, err := encode.ResourceAppend(c, encode.KindNameTable, encode.NameTableType, k, encode.AppendNameTable, encode.NameTable)
+	e, err := encode.Resource(c, n, k, encode.NameTableGen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,14 +114,14 @@ func TestNameTable(t *testing.T) {
 	}
 	// Deterministic: the same key encodes to the same bytes, and the hand
 	// encoding equals a deterministic marshal of the reference message.
-	_, ref := encode.NameTable(k)
+	_, ref := encode.NameTable(n, k)
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// AppendNameTable writes a length-delimited value: the size, then the message.
 	wantBody := protowire.AppendBytes(nil, b)
-	if _, body := encode.AppendNameTable(nil, k); string(body) != string(wantBody) {
+	if _, body := encode.AppendNameTable(nil, n, k); string(body) != string(wantBody) {
 		t.Errorf("hand encoding differs from the deterministic marshal of the reference message")
 	}
 }

@@ -14,9 +14,9 @@ func marshalBare(m proto.Message) ([]byte, error) {
 }
 
 // anyPayload decodes an Any-encoded resource into a fresh message of the
-// type gen produces (verify mode only).
-func anyPayload[K Key](b []byte, gen func(K) (string, proto.Message), k K) proto.Message {
-	_, proto0 := gen(k)
+// type ref produces (verify mode only).
+func anyPayload(b []byte, ref func() (string, proto.Message)) proto.Message {
+	_, proto0 := ref()
 	msg := proto0.ProtoReflect().New().Interface()
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -41,8 +41,8 @@ func anyPayload[K Key](b []byte, gen func(K) (string, proto.Message), k K) proto
 }
 
 // barePayload decodes a bare message (verify mode only).
-func barePayload[K Key](b []byte, gen func(K) (string, proto.Message), k K) proto.Message {
-	_, proto0 := gen(k)
+func barePayload(b []byte, ref func() (string, proto.Message)) proto.Message {
+	_, proto0 := ref()
 	msg := proto0.ProtoReflect().New().Interface()
 	if proto.Unmarshal(b, msg) != nil {
 		return nil

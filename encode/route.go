@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"github.com/pilotfish-mesh/pilotfish/index"
 	"strconv"
 	"strings"
 
@@ -46,9 +47,10 @@ func defaultOutboundRoute(cluster, host string, port uint32) *route.Route {
 
 // routeCtx translates one VirtualService's HTTP routes for one virtual host.
 type routeCtx struct {
-	k    *VirtualHostKey
-	vs   *networking.VirtualService
-	meta *core.Metadata
+	k     *VirtualHostKey
+	names index.Names
+	vs    *networking.VirtualService
+	meta  *core.Metadata
 	// gw is set when translating for a gateway (gateway_route.go).
 	gw *gwRoute
 	// omitMeta leaves out the routes' metadata: the gateway encoder writes
@@ -310,8 +312,8 @@ func (rc *routeCtx) destinationCluster(d *networking.Destination) string {
 	}
 	host := rtResolveHost(d.GetHost(), rc.vsNamespace(), rc.k.DomainSuffix)
 	for _, a := range rc.k.Destinations {
-		if a.ExternalName != 0 && rc.k.Syms.String(a.Key.Host) == host && a.PortByNumber(rc.k.Port) != nil {
-			host = rc.k.Syms.String(a.ExternalName)
+		if a.ExternalName != 0 && rc.names.String(a.Key.Host) == host && a.PortByNumber(rc.k.Port) != nil {
+			host = rc.names.String(a.ExternalName)
 			break
 		}
 	}
@@ -325,14 +327,14 @@ func (rc *routeCtx) destinationCluster(d *networking.Destination) string {
 }
 
 func (rc *routeCtx) vsNamespace() string {
-	return rc.k.Syms.String(rc.k.VirtualService.Key.Namespace)
+	return rc.names.String(rc.k.VirtualService.Key.Namespace)
 }
 
 // metadata is istiod's config-info route metadata, shared by the routes of
 // one virtual host.
 func (rc *routeCtx) metadata() *core.Metadata {
 	if rc.meta == nil {
-		rc.meta = rtConfigMetadata("virtual-service", rc.vsNamespace(), rc.k.Syms.String(rc.k.VirtualService.Key.Name))
+		rc.meta = rtConfigMetadata("virtual-service", rc.vsNamespace(), rc.names.String(rc.k.VirtualService.Key.Name))
 	}
 	return rc.meta
 }
@@ -373,7 +375,7 @@ func (rc *routeCtx) operation(r *route.Route) string {
 			}
 		}
 	}
-	return rc.k.Syms.String(rc.k.VirtualService.Key.Name) + ":" + strconv.FormatUint(uint64(rc.k.Port), 10) + path + suffix
+	return rc.names.String(rc.k.VirtualService.Key.Name) + ":" + strconv.FormatUint(uint64(rc.k.Port), 10) + path + suffix
 }
 
 // rtResolveHost is istiod's ResolveShortnameToFQDN: a name without a dot is

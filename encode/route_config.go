@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
 // RouteConfigurationType is the type URL of RDS resources.
@@ -146,7 +148,10 @@ func (k *RouteConfigKey) Hash() uint64 {
 	h.U32(uint32(k.Options))
 	h.Int(len(k.VirtualHosts))
 	for _, e := range k.VirtualHosts {
-		h.Str(e.Version)
+		h.Bool(e != nil)
+		if e != nil {
+			h.Str(e.Version)
+		}
 	}
 	return h.Sum()
 }
@@ -221,24 +226,29 @@ func CatchAllVirtualHost(allowAny bool) *Entry {
 	return catchAllBlockAll
 }
 
-// egressCatchAll caches the allow_any virtual hosts of egress proxy
-// clusters (a handful per mesh).
-var egressCatchAll sync.Map // cluster → *Entry
+// EgressCatchAllKey is the input of the "allow_any" virtual host that
+// routes to a Sidecar's egressProxy cluster instead of PassthroughCluster.
+type EgressCatchAllKey struct {
+	Cluster string
+}
 
-// EgressCatchAllVirtualHost is the "allow_any" virtual host routing to a
-// Sidecar's egressProxy cluster instead of PassthroughCluster.
-func EgressCatchAllVirtualHost(cluster string) *Entry {
-	if e, ok := egressCatchAll.Load(cluster); ok {
-		return e.(*Entry)
-	}
+// Hash feeds every field.
+func (k *EgressCatchAllKey) Hash() uint64 {
+	h := NewHasher("EgressCatchAllKey")
+	h.Str(k.Cluster)
+	return h.Sum()
+}
+
+// EgressCatchAllGen generates EgressCatchAllVirtualHost: a cached part like
+// any other (a handful per mesh), swept with the rest when unused.
+var EgressCatchAllGen = partGen(KindVirtualHost, EgressCatchAllVirtualHost)
+
+// EgressCatchAllVirtualHost is the "allow_any" virtual host routing to
+// k.Cluster.
+func EgressCatchAllVirtualHost(_ index.Names, k *EgressCatchAllKey) (string, proto.Message) {
 	vh := NewCatchAllVirtualHost(true)
-	vh.Routes[0].GetRoute().ClusterSpecifier = &route.RouteAction_Cluster{Cluster: cluster}
-	b, err := marshalBare(vh)
-	if err != nil {
-		panic(err) // a valid message always marshals
-	}
-	e, _ := egressCatchAll.LoadOrStore(cluster, &Entry{Name: vh.Name, Version: vh.Name + "/" + cluster + "/" + strconv.Itoa(len(b)), Bytes: b})
-	return e.(*Entry)
+	vh.Routes[0].GetRoute().ClusterSpecifier = &route.RouteAction_Cluster{Cluster: k.Cluster}
+	return vh.Name, vh
 }
 
 // NewCatchAllVirtualHost is istiod's buildCatchAllVirtualHost.

@@ -30,7 +30,7 @@ func TestAppendRouteConfiguration(t *testing.T) {
 				CorsPolicy: &networking.CorsPolicy{AllowMethods: []string{"GET"}},
 			}}})
 		}
-		_, m := encode.VirtualHost(k)
+		_, m := encode.VirtualHost(lrNames, k)
 		vhosts = append(vhosts, m.(*route.VirtualHost))
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 		if err != nil {
@@ -86,11 +86,11 @@ func TestRouteConfigurationEntry(t *testing.T) {
 	r := newLRRows()
 	k1 := r.vhKey(r.svc("a.example", "default", index.OriginServiceEntry, nil, httpP(80)), 80)
 	k2 := r.vhKey(r.svc("b.example", "default", index.OriginServiceEntry, nil, httpP(80)), 80)
-	p1, err := encode.Part(c, encode.KindVirtualHost, k1, encode.VirtualHost)
+	p1, err := encode.Part(c, lrNames, k1, encode.VirtualHostGen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, _ := encode.Part(c, encode.KindVirtualHost, k2, encode.VirtualHost)
+	p2, _ := encode.Part(c, lrNames, k2, encode.VirtualHostGen)
 	key := &encode.RouteConfigKey{Name: "80", Options: encode.RouteConfigSidecar, VirtualHosts: []*encode.Entry{p1, p2, encode.CatchAllVirtualHost(false)}}
 	e1, err := encode.RouteConfigurationEntry(c, key)
 	if err != nil {
@@ -109,7 +109,7 @@ func TestRouteConfigurationEntry(t *testing.T) {
 	// A part rebuilt under a new key with the same bytes (an input that
 	// changed nothing) has the same version: the assembly is the same entry.
 	k2.Service.Hash++
-	p2b, _ := encode.Part(c, encode.KindVirtualHost, k2, encode.VirtualHost)
+	p2b, _ := encode.Part(c, lrNames, k2, encode.VirtualHostGen)
 	if p2b == p2 || p2b.Version != p2.Version {
 		t.Fatalf("part under a new key: same entry %v, versions %s and %s", p2b == p2, p2b.Version, p2.Version)
 	}
@@ -119,7 +119,7 @@ func TestRouteConfigurationEntry(t *testing.T) {
 	}
 	// A part whose bytes changed changes the route configuration.
 	k3 := r.vhKey(r.svc("c.example", "default", index.OriginServiceEntry, nil, httpP(80)), 80)
-	p3, _ := encode.Part(c, encode.KindVirtualHost, k3, encode.VirtualHost)
+	p3, _ := encode.Part(c, lrNames, k3, encode.VirtualHostGen)
 	key.VirtualHosts[1] = p3
 	e3, _ := encode.RouteConfigurationEntry(c, key)
 	if e3 == e1 || e3.Version == e1.Version {

@@ -16,7 +16,6 @@ type SecretKey struct {
 	Resource string
 	CA       bool
 	Secret   *index.Config
-	Syms     *index.Symbols
 }
 
 // Hash feeds every field of the key (0 allocations).
@@ -31,9 +30,9 @@ func (k *SecretKey) Hash() uint64 {
 // CredentialSecret builds the Secret k names; ok is false when the Secret
 // cannot serve it (keys missing, PEM invalid: err says why, naming the
 // Secret and the keys, never the material).
-func CredentialSecret(k *SecretKey) (msg proto.Message, err error) {
+func CredentialSecret(n index.Names, k *SecretKey) (msg proto.Message, err error) {
 	data, _ := k.Secret.Spec.(map[string][]byte)
-	id := k.Syms.String(k.Secret.Key.Namespace) + "/" + k.Syms.String(k.Secret.Key.Name)
+	id := n.String(k.Secret.Key.Namespace) + "/" + n.String(k.Secret.Key.Name)
 	s, err := ParseCredential(id, data).Secret(k.Resource, k.CA)
 	if err != nil {
 		return nil, err
@@ -41,10 +40,13 @@ func CredentialSecret(k *SecretKey) (msg proto.Message, err error) {
 	return s, nil
 }
 
+// SecretGen generates SecretKey's credential.
+var SecretGen = resourceGen(KindSecret, SecretType, SecretResource)
+
 // SecretResource is CredentialSecret as a cache generator, for a key whose
 // Secret is known to serve it (CredentialSecret returned no error).
-func SecretResource(k *SecretKey) (string, proto.Message) {
-	m, err := CredentialSecret(k)
+func SecretResource(n index.Names, k *SecretKey) (string, proto.Message) {
+	m, err := CredentialSecret(n, k)
 	if err != nil {
 		panic("encode: SecretResource of a key CredentialSecret refuses: " + err.Error())
 	}

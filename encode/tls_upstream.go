@@ -106,10 +106,10 @@ func (s *clState) spiffeSANs() []string {
 	if k.Mesh != nil && k.Mesh.TrustDomain != "" {
 		td = k.Mesh.TrustDomain
 	}
-	ns := k.Syms.String(k.Service.Key.Namespace)
+	ns := k.names.String(k.Service.Key.Namespace)
 	out := make([]string, len(k.ServiceAccounts))
 	for i, sa := range k.ServiceAccounts {
-		out[i] = "spiffe://" + td + "/ns/" + ns + "/sa/" + k.Syms.String(sa)
+		out[i] = "spiffe://" + td + "/ns/" + ns + "/sa/" + k.names.String(sa)
 	}
 	slices.Sort(out) // istiod lists them sorted
 	return out

@@ -19,9 +19,6 @@ import (
 // It holds the proxy's namespace and type rather than its whole class, so
 // that classes differing in locality or network share virtual hosts.
 type VirtualHostKey struct {
-	// Syms resolves the symbols of the rows; it is not hashed (symbols are
-	// immutable once interned).
-	Syms *index.Symbols
 	// Type: proxyless gRPC virtual hosts list domains with and without the
 	// port and use max_stream_duration; sidecars ignore the port in host
 	// matching.
@@ -60,7 +57,7 @@ type VirtualHostKey struct {
 	Exclude []uint64
 }
 
-// Hash feeds every field but Syms.
+// Hash feeds every field.
 func (k *VirtualHostKey) Hash() uint64 {
 	h := NewHasher("VirtualHostKey")
 	h.U32(uint32(k.Type))
@@ -131,31 +128,34 @@ func hashCfgRows(h *Hasher, cs []*index.Config) {
 }
 
 // Name returns the virtual host's name, "HOST:PORT".
-func (k *VirtualHostKey) Name() string {
-	return k.hostname() + ":" + strconv.FormatUint(uint64(k.Port), 10)
+func (k *VirtualHostKey) Name(n index.Names) string {
+	return k.hostname(n) + ":" + strconv.FormatUint(uint64(k.Port), 10)
 }
 
-func (k *VirtualHostKey) hostname() string {
+func (k *VirtualHostKey) hostname(n index.Names) string {
 	if k.Service != nil {
-		return k.Syms.String(k.Service.Key.Host)
+		return n.String(k.Service.Key.Host)
 	}
 	return k.Host
 }
 
+// VirtualHostGen generates VirtualHostKey's part.
+var VirtualHostGen = partGen(KindVirtualHost, VirtualHost)
+
 // VirtualHost generates the virtual host of k. A VirtualService host that
 // names no service and gets no route on this port yields an empty virtual
 // host (no name): route configurations leave it out.
-func VirtualHost(k *VirtualHostKey) (string, proto.Message) {
-	routes := vhRoutes(k)
+func VirtualHost(n index.Names, k *VirtualHostKey) (string, proto.Message) {
+	routes := vhRoutes(n, k)
 	if len(routes) == 0 {
 		return "", &route.VirtualHost{}
 	}
-	name := k.Name()
+	name := k.Name(n)
 	var domains []string
 	if k.Sniffed {
 		domains = []string{"*"}
 	} else {
-		domains = k.domainStrings()
+		domains = k.domainStrings(n)
 	}
 	if len(domains) == 0 {
 		return "", &route.VirtualHost{}
@@ -171,10 +171,10 @@ func VirtualHost(k *VirtualHostKey) (string, proto.Message) {
 // vhRoutes returns the routes of k: the VirtualService's for this port, or
 // istiod's default route when there is none or it has no route for this
 // port and the host is a service.
-func vhRoutes(k *VirtualHostKey) []*route.Route {
+func vhRoutes(n index.Names, k *VirtualHostKey) []*route.Route {
 	if k.VirtualService != nil {
 		if vs, ok := k.VirtualService.Spec.(*networking.VirtualService); ok {
-			rc := routeCtx{k: k, vs: vs}
+			rc := routeCtx{k: k, names: n, vs: vs}
 			if routes := rc.virtualServiceRoutes(); len(routes) > 0 {
 				return routes
 			}
@@ -183,7 +183,7 @@ func vhRoutes(k *VirtualHostKey) []*route.Route {
 	if k.Service == nil {
 		return nil
 	}
-	host := k.Syms.String(k.Service.Key.Host)
+	host := n.String(k.Service.Key.Host)
 	r := defaultOutboundRoute(outboundClusterName(k.Port, "", host), host, k.Port)
 	if hp := rtHashPolicy(k.serviceConsistentHash(host)); hp != nil {
 		r.GetRoute().HashPolicy = []*route.RouteAction_HashPolicy{hp}

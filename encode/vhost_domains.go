@@ -89,12 +89,12 @@ type DomainHash struct {
 // exclusions, in order. The engine uses them to find the domains an earlier
 // virtual host of the same route configuration claims (k.Exclude) without
 // building strings.
-func (k *VirtualHostKey) AppendDomainHashes(dst []DomainHash) []DomainHash {
+func (k *VirtualHostKey) AppendDomainHashes(n index.Names, dst []DomainHash) []DomainHash {
 	if k.Sniffed {
 		return append(dst, DomainHash{Hash: VirtualHostDomainHash("*")})
 	}
 	var buf [32]vhDomain
-	for _, d := range k.appendDomains(buf[:0]) {
+	for _, d := range k.appendDomains(n, buf[:0]) {
 		dst = append(dst, DomainHash{Hash: d.hash(), Alt: d.alt})
 	}
 	return dst
@@ -102,11 +102,11 @@ func (k *VirtualHostKey) AppendDomainHashes(dst []DomainHash) []DomainHash {
 
 // KnownHostHashes appends the hashes of the names istiod records as known
 // FQDNs for a service virtual host: the hostname and "hostname:port".
-func (k *VirtualHostKey) KnownHostHashes(dst []uint64) []uint64 {
+func (k *VirtualHostKey) KnownHostHashes(n index.Names, dst []uint64) []uint64 {
 	if k.Service == nil {
 		return dst
 	}
-	host := k.Syms.String(k.Service.Key.Host)
+	host := n.String(k.Service.Key.Host)
 	d := vhDomain{host: host}
 	dst = append(dst, d.hash())
 	d.port = k.Port
@@ -115,9 +115,9 @@ func (k *VirtualHostKey) KnownHostHashes(dst []uint64) []uint64 {
 
 // domainStrings returns the domains of k, without the excluded ones and
 // without repeats.
-func (k *VirtualHostKey) domainStrings() []string {
+func (k *VirtualHostKey) domainStrings(n index.Names) []string {
 	var buf [32]vhDomain
-	ds := k.appendDomains(buf[:0])
+	ds := k.appendDomains(n, buf[:0])
 	out := make([]string, 0, len(ds))
 	var seenBuf [32]uint64
 	seen := seenBuf[:0]
@@ -147,7 +147,7 @@ func containsU64(s []uint64, v uint64) bool {
 // the same for each alias; "*." forms for headless Kubernetes services;
 // then the VIPs. Sidecars ignore the port in host matching, so they get no
 // ":port" forms; proxyless gRPC gets both.
-func (k *VirtualHostKey) appendDomains(dst []vhDomain) []vhDomain {
+func (k *VirtualHostKey) appendDomains(n index.Names, dst []vhDomain) []vhDomain {
 	port := k.Port
 	if k.Type != ProxyGRPC {
 		port = 0
@@ -160,9 +160,9 @@ func (k *VirtualHostKey) appendDomains(dst []vhDomain) []vhDomain {
 		return dst
 	}
 	svc := k.Service
-	dst = k.appendHostDomains(dst, k.Syms.String(svc.Key.Host), port)
+	dst = k.appendHostDomains(dst, n.String(svc.Key.Host), port)
 	for _, a := range k.Aliases {
-		dst = k.appendHostDomains(dst, k.Syms.String(a.Key.Host), port)
+		dst = k.appendHostDomains(dst, n.String(a.Key.Host), port)
 	}
 	if svc.Resolution == index.ResolutionPassthrough && svc.Origin == index.OriginKubernetes {
 		n := len(dst)

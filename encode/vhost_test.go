@@ -21,7 +21,14 @@ type lrRows struct {
 	syms *index.Symbols
 }
 
-func newLRRows() *lrRows { return &lrRows{syms: index.NewSymbols()} }
+// lrSyms is the symbol table of every lrRows (one table, so that the
+// generator helpers resolve with lrNames whatever rows a test built).
+var (
+	lrSyms  = index.NewSymbols()
+	lrNames = index.NamesOf(lrSyms, nil)
+)
+
+func newLRRows() *lrRows { return &lrRows{syms: lrSyms} }
 
 func (r *lrRows) sym(s string) index.Sym { return r.syms.Intern(s) }
 
@@ -59,7 +66,7 @@ func (r *lrRows) vs(name, ns string, spec *networking.VirtualService) *index.Con
 
 func (r *lrRows) vhKey(svc *index.Service, port uint32) *encode.VirtualHostKey {
 	return &encode.VirtualHostKey{
-		Syms: r.syms, Type: encode.ProxySidecar, Namespace: "default",
+		Type: encode.ProxySidecar, Namespace: "default",
 		DomainSuffix: "cluster.local", Port: port, Service: svc,
 	}
 }
@@ -113,7 +120,7 @@ func lrValidateDeep(m protoreflect.Message) error {
 
 func genVH(t testing.TB, k *encode.VirtualHostKey) *route.VirtualHost {
 	t.Helper()
-	_, m := encode.VirtualHost(k)
+	_, m := encode.VirtualHost(lrNames, k)
 	vh := m.(*route.VirtualHost)
 	lrValidate(t, vh)
 	return vh
@@ -191,15 +198,15 @@ func TestVirtualHostDomains(t *testing.T) {
 			if !slices.Equal(vh.Domains, tc.want) {
 				t.Errorf("domains = %q\nwant      %q", vh.Domains, tc.want)
 			}
-			if vh.Name != k.Name() {
-				t.Errorf("name = %q, want %q", vh.Name, k.Name())
+			if vh.Name != k.Name(lrNames) {
+				t.Errorf("name = %q, want %q", vh.Name, k.Name(lrNames))
 			}
 			if tc.name == "sniffed port" || tc.name == "excluded domains" {
 				return
 			}
 			// AppendDomainHashes agrees with the generated domains.
 			var hs []uint64
-			for _, d := range k.AppendDomainHashes(nil) {
+			for _, d := range k.AppendDomainHashes(lrNames, nil) {
 				hs = append(hs, d.Hash)
 			}
 			for i, d := range vh.Domains {
@@ -251,7 +258,7 @@ func TestVirtualHostKeyHash(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = k.Hash() }); n != 0 {
 		t.Errorf("Hash allocates %v times", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = k.AppendDomainHashes(make([]encode.DomainHash, 0, 16)[:0]) }); n > 1 {
+	if n := testing.AllocsPerRun(100, func() { _ = k.AppendDomainHashes(lrNames, make([]encode.DomainHash, 0, 16)[:0]) }); n > 1 {
 		t.Errorf("AppendDomainHashes allocates %v times", n)
 	}
 	h0 := k.Hash()

@@ -112,8 +112,6 @@ func newCDSBuilder(sc *Scope, mesh *encode.Mesh, cache *encode.Cache) *cdsBuilde
 			Mesh:      mesh,
 			ProxyType: sc.Class.Type,
 			IPv6:      sc.Class.IPv6,
-			Syms:      snap.Symbols,
-			Labels:    snap.Labels,
 			ClusterID: clusterID,
 		},
 	}
@@ -126,14 +124,14 @@ func (b *cdsBuilder) emit(dst []Resource) ([]Resource, error) {
 	if k.UsesLocality() {
 		k.Locality = b.sc.Class.Locality
 	}
-	if encode.ClusterSkipped(k) {
+	if encode.ClusterSkipped(b.snap.Names(), k) {
 		return dst, nil
 	}
 	if b.sni {
 		k.Role = encode.ClusterSNIDNAT
 		defer func() { k.Role = encode.ClusterOutbound }()
 	}
-	e, err := encode.ClusterResource(b.cache, TypeCluster, k)
+	e, err := encode.ClusterResource(b.cache, b.snap.Names(), k)
 	if err != nil {
 		return dst, fmt.Errorf("cds: %w", err)
 	}
@@ -165,7 +163,7 @@ func (b *cdsBuilder) outbound(svc *index.Service, dst []Resource) ([]Resource, e
 	spec, _ := clusterDRSpec(dr)
 	*k = encode.ClusterKey{
 		Role: encode.ClusterOutbound, Mesh: k.Mesh, ProxyType: k.ProxyType, IPv6: k.IPv6,
-		Syms: k.Syms, Labels: k.Labels, ClusterID: k.ClusterID,
+		ClusterID:       k.ClusterID,
 		Service:         svc,
 		DestinationRule: dr,
 		ServiceAccounts: serviceAccounts(b.snap.Symbols, svc, shard),
@@ -187,7 +185,7 @@ func (b *cdsBuilder) outbound(svc *index.Service, dst []Resource) ([]Resource, e
 		}
 		for _, ss := range spec.GetSubsets() {
 			k.Subset = ss.GetName()
-			k.SubsetLabels = subsetLabels(b.snap, dr, k.Subset)
+			k.SubsetLabels = subsetLabels(dr, k.Subset)
 			passthrough := ss.GetTrafficPolicy().GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH
 			k.MTLS = serviceMTLS(&b.mtls, svc, p, shard, passthrough)
 			if dst, err = b.emit(dst); err != nil {
@@ -209,7 +207,7 @@ func clusterDRSpec(dr *index.Config) (*networking.DestinationRule, bool) {
 func (b *cdsBuilder) fixed(role encode.ClusterRole, dst []Resource) ([]Resource, error) {
 	k := &b.key
 	*k = encode.ClusterKey{Role: role, Mesh: k.Mesh, ProxyType: k.ProxyType, IPv6: k.IPv6,
-		Syms: k.Syms, Labels: k.Labels, ClusterID: k.ClusterID}
+		ClusterID: k.ClusterID}
 	return b.emit(dst)
 }
 
@@ -239,7 +237,7 @@ func (b *cdsBuilder) inbound(dst []Resource) ([]Resource, error) {
 			}
 		}
 		*k = encode.ClusterKey{Role: encode.ClusterInbound, Mesh: k.Mesh, ProxyType: k.ProxyType, IPv6: k.IPv6,
-			Syms: k.Syms, Labels: k.Labels, ClusterID: k.ClusterID,
+			ClusterID:       k.ClusterID,
 			Service:         first.Service,
 			Port:            first.Port,
 			TargetPort:      first.TargetPort,
@@ -279,8 +277,8 @@ func (b *cdsBuilder) named(names []string, dst []Resource) ([]Resource, error) {
 		}
 		dr := destinationRule(b.snap, k.Mesh, b.sc.Namespace, svc)
 		*k = encode.ClusterKey{Role: encode.ClusterOutbound, Mesh: k.Mesh, ProxyType: k.ProxyType, IPv6: k.IPv6,
-			Syms: k.Syms, Labels: k.Labels, ClusterID: k.ClusterID,
-			Service: svc, Port: *p, DestinationRule: dr,
+			ClusterID: k.ClusterID,
+			Service:   svc, Port: *p, DestinationRule: dr,
 		}
 		if subset != "" {
 			spec, _ := clusterDRSpec(dr)
@@ -295,7 +293,7 @@ func (b *cdsBuilder) named(names []string, dst []Resource) ([]Resource, error) {
 				continue
 			}
 			k.Subset = subset
-			k.SubsetLabels = subsetLabels(b.snap, dr, subset)
+			k.SubsetLabels = subsetLabels(dr, subset)
 		}
 		if drTLSIstioMutual(dr) {
 			k.ServiceAccounts = serviceAccounts(b.snap.Symbols, svc, b.snap.Endpoints(svc.Key))

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
@@ -105,6 +106,16 @@ func (f *xdsFixture) config(kind index.ConfigKind, ns, name string, spec proto.M
 	}
 	for _, h := range hosts {
 		c.Hosts = append(c.Hosts, f.sym(h))
+	}
+	if dr, ok := spec.(*networking.DestinationRule); ok {
+		// As ingest interns them: the engine only reads.
+		for _, ss := range dr.Subsets {
+			var kv []string
+			for k, v := range ss.Labels {
+				kv = append(kv, k, v)
+			}
+			c.SubsetLabels = append(c.SubsetLabels, f.labels(kv...))
+		}
 	}
 	f.b.PutConfig(c)
 	return c.Key

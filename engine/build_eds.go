@@ -20,27 +20,34 @@ import (
 // endpoint change re-encodes only that service's assignments; the proxy's
 // locality is in the key only when failover or a locality distribution
 // applies, so proxies of other localities share the bytes.
+//
+// Only names the configuration defines are cached: a client may invent
+// any number of names, and the answer to one no configuration defines is
+// built through the cache's transient view (kept by nothing once sent).
 func buildEndpoints(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	if wildcard {
 		names = clusterNamesForEDS(sc, mesh, nil)
 	}
 	b := newEDSBuilder(sc, mesh)
-	var err error
 	for _, name := range names {
-		b.keyFor(name)
-		e, gerr := encode.ResourceAppend(cache, encode.KindEndpoint, TypeEndpoint, &b.key, encode.AppendClusterLoadAssignment, encode.ClusterLoadAssignment)
-		if gerr != nil {
-			return dst, fmt.Errorf("eds: %w", gerr)
+		c := cache
+		if !b.keyFor(name) {
+			c = cache.Transient()
+		}
+		e, err := encode.Resource(c, b.names, &b.key, encode.EndpointsGen)
+		if err != nil {
+			return dst, fmt.Errorf("eds: %w", err)
 		}
 		dst = append(dst, resourceOf(e))
 	}
-	return dst, err
+	return dst, nil
 }
 
 // edsBuilder holds one key reused for every assignment of a build.
 type edsBuilder struct {
 	sc        *Scope
 	snap      *index.Snapshot
+	names     index.Names
 	mesh      *encode.Mesh
 	clusterID string
 	mtls      mtlsCache
@@ -54,44 +61,73 @@ func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
 	if clusterID == "" {
 		clusterID = defaultClusterID
 	}
-	return &edsBuilder{sc: sc, snap: snap, mesh: mesh, clusterID: clusterID, mtls: mtlsCache{snap: snap, root: root}}
+	return &edsBuilder{sc: sc, snap: snap, names: snap.Names(), mesh: mesh, clusterID: clusterID, mtls: mtlsCache{snap: snap, root: root}}
 }
 
-// keyFor fills b.key for the cluster name. It allocates nothing: the name
-// is parsed in place and every lookup is by interned symbol.
-func (b *edsBuilder) keyFor(name string) {
+// keyFor fills b.key for the cluster name and reports whether the
+// configuration defines that name: a visible service's port, with no
+// subset or one its DestinationRule declares, spelled as pilotfish spells
+// it. It allocates nothing: the name is parsed in place and every lookup is
+// by interned symbol.
+func (b *edsBuilder) keyFor(name string) (defined bool) {
 	k := &b.key
-	*k = encode.EndpointsKey{ClusterName: name, Syms: b.snap.Symbols, Labels: b.snap.Labels, ClusterID: b.clusterID}
+	*k = encode.EndpointsKey{ClusterName: name, ClusterID: b.clusterID}
 	dir, port, subset, host, ok := encode.ParseClusterName(name)
-	if !ok {
+	if ok {
+		// "outbound|080||h" parses as port 80 but is another name.
+		ok = len(name) == len("outbound|||")+decimalLen(port)+len(subset)+len(host)
+	} else {
 		// A router's SNI-DNAT cluster has its service port's endpoints.
 		port, subset, host, ok = encode.ParseSNIDNATName(name)
 	}
 	if !ok || dir != encode.Outbound {
-		return
+		return false
 	}
 	hs, ok := b.snap.Symbols.Lookup(host)
 	if !ok {
-		return
+		return false
 	}
 	svc := b.sc.Service(hs)
 	if svc == nil {
-		return
+		return false
 	}
 	p := svc.PortByNumber(port)
 	if p == nil {
-		return
+		return false
 	}
 	k.Service, k.Port, k.Subset = svc, *p, subset
 	if svc.Resolution != index.ResolutionDNS && svc.Resolution != index.ResolutionDNSRoundRobin {
 		k.Shard = b.snap.Endpoints(svc.Key)
 	}
 	dr := destinationRule(b.snap, b.mesh, b.sc.Namespace, svc)
+	defined = subset == ""
 	if subset != "" && dr != nil {
-		k.SubsetLabels = subsetLabels(b.snap, dr, subset)
+		k.SubsetLabels = subsetLabels(dr, subset)
+		defined = hasSubset(dr, subset)
 	}
 	peerDisabled := !svc.MeshExternal && b.mtls.get(svc.Key.Namespace) == encode.ServiceMTLSDisable
 	k.ApplyDestinationRule(dr, b.sc.Class.Locality, peerDisabled)
+	return defined
+}
+
+// hasSubset: the rule declares a subset of that name.
+func hasSubset(dr *index.Config, subset string) bool {
+	spec, _ := dr.Spec.(*networking.DestinationRule)
+	for _, ss := range spec.GetSubsets() {
+		if ss.GetName() == subset {
+			return true
+		}
+	}
+	return false
+}
+
+// decimalLen is the length of n written in decimal.
+func decimalLen(n uint32) int {
+	l := 1
+	for ; n >= 10; n /= 10 {
+		l++
+	}
+	return l
 }
 
 // clusterNamesForEDS appends to dst the names of the scope's EDS clusters:

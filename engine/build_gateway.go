@@ -4,13 +4,10 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"weak"
 
-	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
@@ -32,10 +29,10 @@ type mergedGateway struct {
 	dests map[*index.Config][]*index.Service
 	// routes caches each route name's virtual host keys (*gwRouteKeys).
 	routes sync.Map
-	// digest identifies every input (gateway_reuse.go); syms is the symbol
-	// table the rows' symbols belong to.
+	// digest identifies every input (gateway_reuse.go); names identifies
+	// the tables the rows' symbols belong to (index.Names.ID).
 	digest uint64
-	syms   *index.Symbols
+	names  uint64
 }
 
 type gwPort struct {
@@ -65,21 +62,26 @@ func kindOf(srv *networking.Server) gwKind {
 	return gwTCP
 }
 
-var mergedGateways sync.Map // weak.Pointer[Scope] → *mergedGateway
-
 // gatewayOf returns the merged gateway of a router's scope, computing it
-// once.
+// once per scope (view.go); a scope of a later config version whose
+// Gateways, VirtualServices and services did not change reuses the
+// previous version's, route keys and their hashes included.
 func gatewayOf(sc *Scope) *mergedGateway {
-	wp := weak.Make(sc)
-	if v, ok := mergedGateways.Load(wp); ok {
-		return v.(*mergedGateway)
+	m := sc.memo
+	if g := m.gateway.Load(); g != nil {
+		if sc.view.verify && firstUseIn(&m.checkedGateway, sc.Snapshot) {
+			if fresh := newMergedGateway(sc); fresh.digest != g.digest {
+				panic(fmt.Sprintf("engine: verify: the merged gateway of router scope %s (snapshot %d) differs from a fresh one: a memo misses an input",
+					sc.Class.Gateways, sc.Snapshot.Version))
+			}
+		}
+		return g
 	}
-	v := reuseGateway(newMergedGateway(sc))
-	if actual, loaded := mergedGateways.LoadOrStore(wp, v); loaded {
-		return actual.(*mergedGateway)
+	g := sc.view.reuseGateway(newMergedGateway(sc))
+	if !m.gateway.CompareAndSwap(nil, g) {
+		return m.gateway.Load()
 	}
-	runtime.AddCleanup(sc, func(wp weak.Pointer[Scope]) { mergedGateways.Delete(wp) }, wp)
-	return v
+	return g
 }
 
 // vsGatewayNames resolves a VirtualService's gateways to "NAMESPACE/NAME"
@@ -168,7 +170,7 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 			}
 		}
 	}
-	m.computeDigest(snap.Symbols, sc.Class.Namespace, sc.Class.Gateways)
+	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways)
 	return m
 }
 
@@ -186,7 +188,7 @@ func (m *mergedGateway) addServer(sc *Scope, c *index.Config, ref string, i int,
 	if p.kind != kind {
 		return // istiod rejects a server whose protocol conflicts with the port's
 	}
-	s := encode.GatewayServer{Gateway: c, Index: i, RouteName: encode.GatewayRouteName(sc.Snapshot.Symbols, c, srv)}
+	s := encode.GatewayServer{Gateway: c, Index: i, RouteName: encode.GatewayRouteName(sc.Snapshot.Names(), c, srv)}
 	if s.RouteName == "" {
 		s.VirtualServices = m.boundVS[ref]
 	}
@@ -224,7 +226,6 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 	for i := range m.ports {
 		p := &m.ports[i]
 		k := &encode.GatewayListenerKey{
-			Syms:         sc.Snapshot.Symbols,
 			Namespace:    sc.Class.Namespace,
 			DomainSuffix: mesh.DomainSuffix,
 			Port:         p.number,
@@ -236,7 +237,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
 		}
-		e, err := encode.ResourceAppend(cache, encode.KindListener, encode.ListenerType, k, encode.AppendGatewayListener, encode.GatewayListener)
+		e, err := encode.Resource(cache, sc.Snapshot.Names(), k, encode.GatewayListenerGen)
 		if err != nil {
 			return dst, fmt.Errorf("listener: %w", err)
 		}
@@ -264,13 +265,11 @@ func gatewayRouteNames(sc *Scope) []string {
 
 // gwRouteKeys are the virtual host keys of one gateway route
 // configuration, computed once per scope (they depend on the scope and the
-// mesh's domain suffix only): a warm build hashes them and concatenates
-// cached bytes.
+// mesh's domain suffix only): a warm build looks them up (each key caches
+// its hash: the keys are immutable) and concatenates cached bytes.
 type gwRouteKeys struct {
 	domainSuffix string
 	keys         []*encode.GatewayVirtualHostKey // sorted by virtual host name
-	hashes       []uint64                        // keys[i].Hash(), once: the keys are immutable
-	routeHashes  []uint64                        // keys[i].RoutesHash()
 	// blackhole is set when no VirtualService binds: istiod's 404 host.
 	blackhole *encode.GatewayVirtualHostKey
 	// unknown is set when no server has the name.
@@ -286,7 +285,10 @@ func (m *mergedGateway) routeKeys(sc *Scope, mesh *encode.Mesh, name string) *gw
 		}
 	}
 	rk := m.computeRouteKeys(sc, mesh, name)
-	m.routes.Store(name, rk)
+	if !rk.unknown {
+		// Only names the gateways define: a client may invent any number.
+		m.routes.Store(name, rk)
+	}
 	return rk
 }
 
@@ -296,18 +298,19 @@ func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource,
 	rk := gatewayOf(b.sc).routeKeys(b.sc, b.mesh, name)
 	b.parts = b.parts[:0]
 	if rk.unknown {
-		return b.appendRouteConfig(name, encode.RouteConfigValidateOnly, dst)
+		return b.appendTransientRoute(name, encode.RouteConfigValidateOnly, dst)
 	}
 	if rk.blackhole != nil {
-		e, err := encode.Part(b.cache, encode.KindVirtualHost, rk.blackhole, encode.GatewayBlackholeVirtualHost)
+		e, err := encode.Part(b.cache, b.sc.Snapshot.Names(), rk.blackhole, encode.GatewayBlackholeGen)
 		if err != nil {
 			return dst, fmt.Errorf("route %s: %w", name, err)
 		}
 		b.parts = append(b.parts, e)
 		return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
 	}
-	for i, k := range rk.keys {
-		e, err := encode.PartAppend(b.cache, encode.KindVirtualHost, hashedVHKey{k, rk.hashes[i], rk.routeHashes[i]}, b.appendGatewayVirtualHost, genGatewayVirtualHost)
+	names := b.sc.Snapshot.Names()
+	for _, k := range rk.keys {
+		e, err := encode.Part(b.cache, names, k, encode.GatewayVirtualHostGen)
 		if err != nil {
 			return dst, fmt.Errorf("route %s: %w", name, err)
 		}
@@ -353,7 +356,7 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 			continue
 		}
 		port = srv.GetPort().GetNumber()
-		gwName := encode.GatewayName(snap.Symbols, s.Gateway)
+		gwName := encode.GatewayName(snap.Names(), s.Gateway)
 		gwNS := snap.String(s.Gateway.Key.Namespace)
 		redirect := srv.GetTls().GetHttpsRedirect()
 		for _, c := range m.boundVS[gwName] {
@@ -397,7 +400,7 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 		k := groups[string(sig)]
 		if k == nil {
 			k = &encode.GatewayVirtualHostKey{
-				Syms: snap.Symbols, Namespace: sc.Class.Namespace, DomainSuffix: mesh.DomainSuffix,
+				Namespace: sc.Class.Namespace, DomainSuffix: mesh.DomainSuffix,
 				Port: port, Sources: hi.sources, RequireTLS: hi.requireTLS,
 			}
 			seen := map[*index.Service]bool{}
@@ -417,46 +420,5 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 	// Hosts were visited in order, so each key's first host is its
 	// smallest and sorting by it sorts by virtual host name.
 	slices.SortStableFunc(rk.keys, func(x, y *encode.GatewayVirtualHostKey) int { return cmp.Compare(x.Name(), y.Name()) })
-	rk.hashes = make([]uint64, len(rk.keys))
-	rk.routeHashes = make([]uint64, len(rk.keys))
-	for i, k := range rk.keys {
-		rk.hashes[i] = k.Hash()
-		rk.routeHashes[i] = k.RoutesHash()
-	}
 	return rk
-}
-
-// hashedVHKey is an immutable virtual host key with its hash (and its
-// routes' hash) computed once: a warm build of a 1,000-host route
-// configuration then hashes nothing but the part versions.
-type hashedVHKey struct {
-	k  *encode.GatewayVirtualHostKey
-	h  uint64
-	rh uint64
-}
-
-func (k hashedVHKey) Hash() uint64 { return k.h }
-
-func genGatewayVirtualHost(k hashedVHKey) (string, proto.Message) {
-	return encode.GatewayVirtualHost(k.k)
-}
-
-// appendGatewayVirtualHost encodes a virtual host around its routes,
-// translating and marshaling the routes once per build for each distinct
-// routes hash (virtual hosts of one VirtualService on several ports share
-// them). The memo lives for one build only: a cold build starts empty.
-func (b *rdsBuilder) appendGatewayVirtualHost(k hashedVHKey) (string, []byte, error) {
-	if routes, ok := b.gwRoutes[k.rh]; ok {
-		name, out := encode.AppendGatewayVirtualHost(nil, k.k, routes)
-		return name, out, nil
-	}
-	name, out, routes, err := encode.EncodeGatewayVirtualHost(k.k)
-	if err != nil {
-		return "", nil, err
-	}
-	if b.gwRoutes == nil {
-		b.gwRoutes = map[uint64][]byte{}
-	}
-	b.gwRoutes[k.rh] = routes // a view of out, which is immutable once cached
-	return name, out, nil
 }

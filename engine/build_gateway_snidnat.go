@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"runtime"
+	"fmt"
 	"strings"
-	"sync"
-	"weak"
 
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -17,21 +15,22 @@ import (
 // so its CDS carries the SNI-DNAT clusters those servers forward to. It
 // reads the selected Gateways directly rather than the merged gateway, which
 // a CDS build does not otherwise need (computing it tripled a warm CDS push).
-// The answer is kept per Scope, like the merged gateway: a warm CDS build
-// then costs one map lookup instead of a lookup per Gateway.
+// The answer is kept per Scope (view.go), like the merged gateway.
 func hasAutoPassthrough(sc *Scope) bool {
-	wp := weak.Make(sc)
-	if v, ok := autoPassthroughOf.Load(wp); ok {
-		return v.(bool)
+	m := sc.memo
+	got, ok := m.autoPassthrough.get()
+	if !ok {
+		got = scanAutoPassthrough(sc)
+		m.autoPassthrough.set(got)
+		return got
 	}
-	v := scanAutoPassthrough(sc)
-	if _, loaded := autoPassthroughOf.LoadOrStore(wp, v); !loaded {
-		runtime.AddCleanup(sc, func(wp weak.Pointer[Scope]) { autoPassthroughOf.Delete(wp) }, wp)
+	if sc.view.verify && firstUseIn(&m.checkedAuto, sc.Snapshot) {
+		if fresh := scanAutoPassthrough(sc); fresh != got {
+			panic(fmt.Sprintf("engine: verify: AUTO_PASSTHROUGH of router scope %s memoized as %v, now %v", sc.Class.Gateways, got, fresh))
+		}
 	}
-	return v
+	return got
 }
-
-var autoPassthroughOf sync.Map // weak.Pointer[Scope] → bool
 
 func scanAutoPassthrough(sc *Scope) bool {
 	for ref := range strings.SplitSeq(sc.Class.Gateways, ",") {
@@ -84,14 +83,10 @@ func appendSNIDNATNames(dst []string, port string, subsets []string, host string
 	return dst
 }
 
-// snapHasAutoPassthrough: some Gateway of the snapshot has an
-// AUTO_PASSTHROUGH server, so some router may subscribe to SNI-DNAT names.
-// Kept per snapshot: the endpoint fast path asks at every push.
-func snapHasAutoPassthrough(snap *index.Snapshot) bool {
-	wp := weak.Make(snap)
-	if v, ok := autoPassthroughSnap.Load(wp); ok {
-		return v.(bool)
-	}
+// scanSnapAutoPassthrough: some Gateway of the snapshot has an
+// AUTO_PASSTHROUGH server (configView.hasAutoPassthrough keeps the answer
+// per config version).
+func scanSnapAutoPassthrough(snap *index.Snapshot) bool {
 	v := false
 	snap.Configs(index.ConfigGateway, func(c *index.Config) bool {
 		gw, _ := c.Spec.(*networking.Gateway)
@@ -102,10 +97,5 @@ func snapHasAutoPassthrough(snap *index.Snapshot) bool {
 		}
 		return !v
 	})
-	if _, loaded := autoPassthroughSnap.LoadOrStore(wp, v); !loaded {
-		runtime.AddCleanup(snap, func(wp weak.Pointer[index.Snapshot]) { autoPassthroughSnap.Delete(wp) }, wp)
-	}
 	return v
 }
-
-var autoPassthroughSnap sync.Map // weak.Pointer[index.Snapshot] → bool

@@ -134,7 +134,7 @@ func TestEDSClusterNamesSNIDNAT(t *testing.T) {
 	if !ok {
 		t.Fatal("reviews not found")
 	}
-	names := edsClusterNames(snap, map[index.ServiceKey]struct{}{k: {}})
+	names := edsClusterNames(snap, scanSnapAutoPassthrough(snap), map[index.ServiceKey]struct{}{k: {}})
 	sc := routerScope(snap, "istio-system", map[string]string{"istio": "eastwestgateway"})
 	rs, err := buildClusters(sc, encode.DefaultMesh(), verifyCache(), nil, true, nil)
 	if err != nil {

@@ -337,7 +337,12 @@ func TestMergedGatewayReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw := newScopedWriter(t, string(y))
-	scope := func() *Scope { return routerScope(sw.w.Snapshot(), "istio-system", benchLabels) }
+	var vs views // as an engine's scopes share them
+	scope := func() *Scope {
+		snap := sw.w.Snapshot()
+		class := routerScope(snap, "istio-system", benchLabels).Class
+		return newScopeIn(vs.of(snap), snap, class)
+	}
 	first := gatewayOf(scope())
 	sw.apply(`
 apiVersion: v1

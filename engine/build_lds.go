@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/puzpuzpuz/xsync/v4"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
@@ -47,7 +46,6 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		g := &b.groups[i]
 		k := &b.key
 		*k = encode.OutboundListenerKey{
-			Syms:                     sc.Snapshot.Symbols,
 			Namespace:                sc.Class.Namespace,
 			DomainSuffix:             mesh.DomainSuffix,
 			OutboundAllowAny:         mesh.OutboundAllowAny,
@@ -60,20 +58,19 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		if !b.wildcard && len(b.names) > 0 && !slices.Contains(b.names, k.Name()) {
 			continue
 		}
-		if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.OutboundListener); err != nil {
+		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.OutboundListenerGen); err != nil {
 			return dst, err
 		}
 	}
 	if b.wanted(encode.VirtualOutboundListenerName) {
 		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6}
-		if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.VirtualOutboundListener); err != nil {
+		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualOutboundGen); err != nil {
 			return dst, err
 		}
 	}
 	if b.wanted(encode.VirtualInboundListenerName) {
 		sec := securityOf(sc, mesh)
 		k := &encode.VirtualInboundKey{
-			Syms:                     sc.Snapshot.Symbols,
 			TrustDomain:              mesh.TrustDomain,
 			IPv6:                     sc.Class.IPv6,
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
@@ -84,10 +81,10 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			RequestAuthn:             sec.ra,
 		}
 		setSidecarInbound(sc, sec, k) // a Sidecar's ingress listeners (sidecar_ingress.go)
-		if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.VirtualInboundListener); err != nil {
+		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualInboundGen); err != nil {
 			return dst, err
 		}
-		if dst, err = sidecarIngressListeners(cache, k, names, wildcard, dst); err != nil {
+		if dst, err = sidecarIngressListeners(cache, sc.Snapshot.Names(), k, names, wildcard, dst); err != nil {
 			return dst, err
 		}
 	}
@@ -95,8 +92,8 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 }
 
 // appendResource appends the cached resource of k, generating it on a miss.
-func appendResource[K encode.Key](dst []Resource, cache *encode.Cache, kind encode.Kind, k K, gen func(K) (string, proto.Message)) ([]Resource, error) {
-	e, err := encode.Resource(cache, kind, encode.ListenerType, k, gen)
+func appendResource[K encode.Key](dst []Resource, cache *encode.Cache, n index.Names, k K, gen encode.ResourceGen[K]) ([]Resource, error) {
+	e, err := encode.Resource(cache, n, k, gen)
 	if err != nil {
 		return dst, fmt.Errorf("listener: %w", err)
 	}
@@ -285,8 +282,8 @@ func buildGRPCListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names
 			svc := snap.ServiceByID(id)
 			host := snap.String(svc.Key.Host)
 			for _, p := range svc.Ports {
-				k := &encode.GRPCListenerKey{Syms: snap.Symbols, Name: encode.GRPCListenerName(host, p.Number), Service: svc, Port: p.Number}
-				if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.GRPCListener); err != nil {
+				k := &encode.GRPCListenerKey{Name: encode.GRPCListenerName(host, p.Number), Service: svc, Port: p.Number}
+				if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.GRPCListenerGen); err != nil {
 					return dst, err
 				}
 			}
@@ -316,8 +313,8 @@ func buildGRPCListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names
 			if hasPort && strconv.FormatUint(uint64(p.Number), 10) != portStr {
 				continue
 			}
-			k := &encode.GRPCListenerKey{Syms: snap.Symbols, Name: encode.GRPCListenerName(host, p.Number), Service: svc, Port: p.Number}
-			if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.GRPCListener); err != nil {
+			k := &encode.GRPCListenerKey{Name: encode.GRPCListenerName(host, p.Number), Service: svc, Port: p.Number}
+			if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.GRPCListenerGen); err != nil {
 				return dst, err
 			}
 		}
@@ -370,6 +367,6 @@ func grpcServerListener(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, name,
 		return dst, nil
 	}
 	sec := securityOf(sc, mesh)
-	k := &encode.GRPCServerListenerKey{Syms: sc.Snapshot.Symbols, Name: name, Host: host, Port: port, MTLS: grpcServerMTLS(sc, sec, port), Authz: sec.authz}
-	return appendResource(dst, cache, encode.KindListener, k, encode.GRPCServerListener)
+	k := &encode.GRPCServerListenerKey{Name: name, Host: host, Port: port, MTLS: grpcServerMTLS(sc, sec, port), Authz: sec.authz}
+	return appendResource(dst, cache, sc.Snapshot.Names(), k, encode.GRPCServerListenerGen)
 }

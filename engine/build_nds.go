@@ -19,7 +19,7 @@ func buildNameTable(sc *Scope, _ *encode.Mesh, cache *encode.Cache, _ []string, 
 		return dst, nil
 	}
 	snap := sc.Snapshot
-	k := &encode.NameTableKey{Syms: snap.Symbols, Services: make([]*index.Service, 0, len(sc.Services))}
+	k := &encode.NameTableKey{Services: make([]*index.Service, 0, len(sc.Services))}
 	for _, id := range sc.Services {
 		svc := snap.ServiceByID(id)
 		k.Services = append(k.Services, svc)
@@ -30,7 +30,7 @@ func buildNameTable(sc *Scope, _ *encode.Mesh, cache *encode.Cache, _ []string, 
 			k.Headless[len(k.Services)-1] = snap.Endpoints(svc.Key)
 		}
 	}
-	e, err := encode.ResourceAppend(cache, encode.KindNameTable, encode.NameTableType, k, encode.AppendNameTable, encode.NameTable)
+	e, err := encode.Resource(cache, snap.Names(), k, encode.NameTableGen)
 	if err != nil {
 		return dst, fmt.Errorf("name table: %w", err)
 	}

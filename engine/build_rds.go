@@ -31,7 +31,7 @@ func init() { builders[TypeRoute] = buildRoutes }
 func buildRoutes(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	b := rdsBuilders.Get().(*rdsBuilder)
 	defer b.release()
-	b.sc, b.mesh, b.cache = sc, mesh, cache
+	b.sc, b.mesh, b.cache, b.names = sc, mesh, cache, sc.Snapshot.Names()
 	b.view = routeViewOf(sc, mesh)
 	if wildcard && sc.Class.Type == encode.ProxyRouter {
 		names = gatewayRouteNames(sc)
@@ -51,6 +51,7 @@ func buildRoutes(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []stri
 // warm build allocates only the resources it returns.
 type rdsBuilder struct {
 	sc    *Scope
+	names index.Names
 	mesh  *encode.Mesh
 	cache *encode.Cache
 	view  *routeView
@@ -61,9 +62,6 @@ type rdsBuilder struct {
 	known   map[uint64]struct{}
 	claimed map[uint64]struct{}
 	exclude []uint64
-	// gwRoutes memoizes a router's encoded routes by routes hash within
-	// one build (build_gateway.go).
-	gwRoutes map[uint64][]byte
 }
 
 var rdsBuilders = sync.Pool{New: func() any {
@@ -75,8 +73,7 @@ func (b *rdsBuilder) release() {
 	b.keys = b.keys[:0]
 	clear(b.parts)
 	b.parts = b.parts[:0]
-	clear(b.gwRoutes)
-	b.sc, b.mesh, b.cache, b.view = nil, nil, nil, nil
+	b.sc, b.mesh, b.cache, b.view, b.names = nil, nil, nil, nil, index.Names{}
 	rdsBuilders.Put(b)
 }
 
@@ -154,11 +151,14 @@ func (b *rdsBuilder) buildPort(name string, port uint32, sniffedHost string, dst
 	if sniffedHost != "" {
 		return b.buildSniffed(name, sniffedHost, dst)
 	}
+	// No service routes on the port, or the port is spelled with leading
+	// zeros ("080"): names a client can invent without bound.
+	transient := len(b.keys) == 0 || len(name)-strings.LastIndexByte(name, ':')-1 != decimalLen(port)
 	b.dedupeDomains()
 
 	b.parts = b.parts[:0]
 	for i := range b.keys {
-		e, err := encode.Part(b.cache, encode.KindVirtualHost, &b.keys[i], encode.VirtualHost)
+		e, err := encode.Part(b.cache, b.names, &b.keys[i], encode.VirtualHostGen)
 		if err != nil {
 			return dst, fmt.Errorf("route %s: %w", name, err)
 		}
@@ -171,9 +171,16 @@ func (b *rdsBuilder) buildPort(name string, port uint32, sniffedHost string, dst
 	slices.SortStableFunc(b.parts, func(x, y *encode.Entry) int { return cmp.Compare(x.Name, y.Name) })
 	b.parts = slices.CompactFunc(b.parts, func(x, y *encode.Entry) bool { return x.Name == y.Name })
 	if c := b.sc.egressProxyCluster(b.mesh); c != "" {
-		b.parts = append(b.parts, encode.EgressCatchAllVirtualHost(c))
+		e, err := encode.Part(b.cache, b.names, &encode.EgressCatchAllKey{Cluster: c}, encode.EgressCatchAllGen)
+		if err != nil {
+			return dst, fmt.Errorf("route %s: %w", name, err)
+		}
+		b.parts = append(b.parts, e)
 	} else {
 		b.parts = append(b.parts, encode.CatchAllVirtualHost(b.mesh.OutboundAllowAny))
+	}
+	if transient {
+		return b.appendTransientRoute(name, encode.RouteConfigSidecar, dst)
 	}
 	return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
 }
@@ -188,7 +195,7 @@ func (b *rdsBuilder) buildSniffed(name, host string, dst []Resource) ([]Resource
 			continue
 		}
 		k.Sniffed = true
-		e, err := encode.Part(b.cache, encode.KindVirtualHost, k, encode.VirtualHost)
+		e, err := encode.Part(b.cache, b.names, k, encode.VirtualHostGen)
 		if err != nil {
 			return dst, fmt.Errorf("route %s: %w", name, err)
 		}
@@ -197,12 +204,14 @@ func (b *rdsBuilder) buildSniffed(name, host string, dst []Resource) ([]Resource
 		}
 		break
 	}
+	if len(b.parts) == 0 {
+		return b.appendTransientRoute(name, encode.RouteConfigSidecar, dst) // no such service
+	}
 	return b.appendRouteConfig(name, encode.RouteConfigSidecar, dst)
 }
 
 func (b *rdsBuilder) key(port uint32, svc *index.Service, host string, vs *index.Config) encode.VirtualHostKey {
 	k := encode.VirtualHostKey{
-		Syms:           b.sc.Snapshot.Symbols,
 		Type:           b.sc.Class.Type,
 		Namespace:      b.sc.Class.Namespace,
 		DomainSuffix:   b.mesh.DomainSuffix,
@@ -241,14 +250,14 @@ func (b *rdsBuilder) dedupeDomains() {
 	clear(b.claimed)
 	var kb [2]uint64
 	for i := range b.keys {
-		for _, h := range b.keys[i].KnownHostHashes(kb[:0]) {
+		for _, h := range b.keys[i].KnownHostHashes(b.names, kb[:0]) {
 			b.known[h] = struct{}{}
 		}
 	}
 	b.exclude = b.exclude[:0]
 	for i := range b.keys {
 		k := &b.keys[i]
-		b.domains = k.AppendDomainHashes(b.domains[:0])
+		b.domains = k.AppendDomainHashes(b.names, b.domains[:0])
 		start := len(b.exclude)
 		for _, d := range b.domains {
 			if _, ok := b.claimed[d.Hash]; ok {
@@ -270,16 +279,28 @@ func (b *rdsBuilder) dedupeDomains() {
 }
 
 func (b *rdsBuilder) appendRouteConfig(name string, opts encode.RouteConfigOptions, dst []Resource) ([]Resource, error) {
-	e, err := encode.RouteConfigurationEntry(b.cache, &encode.RouteConfigKey{Name: name, Options: opts, VirtualHosts: b.parts})
+	return b.appendRouteConfigTo(b.cache, name, opts, dst)
+}
+
+// appendTransientRoute is appendRouteConfig for a name no configuration
+// defines (an unknown name, a host or port no service has): a client may
+// invent any number of those, so their answers are not cached.
+func (b *rdsBuilder) appendTransientRoute(name string, opts encode.RouteConfigOptions, dst []Resource) ([]Resource, error) {
+	return b.appendRouteConfigTo(b.cache.Transient(), name, opts, dst)
+}
+
+func (b *rdsBuilder) appendRouteConfigTo(cache *encode.Cache, name string, opts encode.RouteConfigOptions, dst []Resource) ([]Resource, error) {
+	e, err := encode.RouteConfigurationEntry(cache, &encode.RouteConfigKey{Name: name, Options: opts, VirtualHosts: b.parts})
 	if err != nil {
 		return dst, fmt.Errorf("route %s: %w", name, err)
 	}
 	return append(dst, resourceOf(e)), nil
 }
 
+// emptyRoute is istiod's answer to a route name it does not know.
 func (b *rdsBuilder) emptyRoute(name string, dst []Resource) ([]Resource, error) {
 	b.parts = b.parts[:0]
-	return b.appendRouteConfig(name, encode.RouteConfigValidateOnly, dst)
+	return b.appendTransientRoute(name, encode.RouteConfigValidateOnly, dst)
 }
 
 // allRouteNames lists the sidecar route configurations the scope's
@@ -318,16 +339,22 @@ func (b *rdsBuilder) buildGRPC(name string, dst []Resource) ([]Resource, error) 
 	if h, found := b.sc.Snapshot.Symbols.Lookup(host); found {
 		if svc := b.sc.Service(h); svc != nil && svc.PortByNumber(port) != nil {
 			k := b.key(port, svc, "", b.view.routedBy[h])
-			e, err := encode.Part(b.cache, encode.KindVirtualHost, &k, encode.VirtualHost)
+			e, err := encode.Part(b.cache, b.names, &k, encode.VirtualHostGen)
 			if err != nil {
 				return dst, fmt.Errorf("route %s: %w", name, err)
 			}
 			if e.Name != "" {
 				b.parts = append(b.parts, e)
 			}
+			// Only "outbound|PORT||HOST" as pilotfish spells it is cached:
+			// a subset or leading zeros make names a client can invent
+			// without bound (the subset does not change the answer).
+			if len(name) == len("outbound|||")+decimalLen(port)+len(host) {
+				return b.appendRouteConfig(name, encode.RouteConfigPlain, dst)
+			}
 		}
 	}
-	return b.appendRouteConfig(name, encode.RouteConfigPlain, dst)
+	return b.appendTransientRoute(name, encode.RouteConfigPlain, dst)
 }
 
 // parseOutboundCluster parses "outbound|PORT|SUBSET|HOST".

@@ -40,7 +40,7 @@ func secretsFor(sc *Scope, cache *encode.Cache, names []string, dst []Resource, 
 	for _, name := range names {
 		k, err := secretKey(snap, sc.Class.Namespace, name)
 		if err == nil {
-			_, err = encode.CredentialSecret(k)
+			_, err = encode.CredentialSecret(snap.Names(), k)
 		}
 		if err != nil {
 			if skipped != nil {
@@ -48,7 +48,7 @@ func secretsFor(sc *Scope, cache *encode.Cache, names []string, dst []Resource, 
 			}
 			continue
 		}
-		e, err := encode.Resource(cache, encode.KindSecret, TypeSecret, k, encode.SecretResource)
+		e, err := encode.Resource(cache, snap.Names(), k, encode.SecretGen)
 		if err != nil {
 			return dst, fmt.Errorf("sds %s: %w", name, err)
 		}
@@ -76,7 +76,7 @@ func secretKey(snap *index.Snapshot, proxyNS, name string) (*encode.SecretKey, e
 		c, _ := snap.Config(index.ConfigSecret, index.ConfigKey{Namespace: ns, Name: sym})
 		return c
 	}
-	k := &encode.SecretKey{Resource: name, CA: ref.CA, Syms: snap.Symbols}
+	k := &encode.SecretKey{Resource: name, CA: ref.CA}
 	if ref.CA {
 		// A dedicated NAME-cacert Secret first, then NAME's own CA.
 		if c := lookup(ref.Name + encode.CredentialCASuffix); c != nil {

@@ -36,11 +36,17 @@ func withoutSecrets(cs *index.ChangeSet, secrets *map[index.ConfigKey]struct{}) 
 // NAME-cacert and NAME (buildSecrets falls back to NAME's CA). Names are
 // added, never dropped: a Delta request may name only what it adds, and a
 // Secret the proxy no longer reads costs at most a push that sends
-// nothing (serve sends only what changed).
+// nothing (serve sends only what changed). The names come from the client,
+// so the set is bounded: past maxSDSRefs the connection is taken to read
+// every Secret (a push to it may then send nothing), and the set is
+// dropped.
 func (c *Conn) noteSDSNames(names []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range names {
+		if c.sdsAll {
+			return
+		}
 		ref, err := encode.ParseCredentialName(n, c.node.Namespace)
 		if err != nil {
 			continue // never served to this proxy, so never pushed
@@ -52,14 +58,24 @@ func (c *Conn) noteSDSNames(names []string) {
 		if ref.CA {
 			c.sdsRefs[secretRef{ref.Namespace, ref.Name + encode.CredentialCASuffix}] = struct{}{}
 		}
+		if len(c.sdsRefs) > maxSDSRefs {
+			c.sdsRefs, c.sdsAll = nil, true
+		}
 	}
 }
+
+// maxSDSRefs bounds the Secrets one connection is tracked as reading (a
+// gateway reads one or two per TLS server).
+const maxSDSRefs = 4096
 
 // readsAnySecret reports whether the connection's SDS requests read one of
 // refs.
 func (c *Conn) readsAnySecret(refs []secretRef) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sdsAll {
+		return true
+	}
 	for _, r := range refs {
 		if _, ok := c.sdsRefs[r]; ok {
 			return true

@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +32,7 @@ type Conn struct {
 	closed    bool
 	edsNames  map[index.ServiceKey]struct{} // gRPC: services of named EDS subscriptions
 	sdsRefs   map[secretRef]struct{}        // Secrets its SDS requests read (build_sds_push.go)
+	sdsAll    bool                          // read too many to track: every Secret counts
 	sync      map[string]*typeSync          // type URL → last sent and acked versions
 	connected time.Time
 }
@@ -130,12 +135,54 @@ func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Res
 	if res, ok := c.class.memoGet(sc.Snapshot.Version, typeURL, names, wildcard); ok {
 		return append(dst, res...), nil
 	}
+	cache := c.e.cache
+	if typeURL == TypeListener && c.node.Type == encode.ProxyGRPC && c.foreignServerListener(names) {
+		cache = cache.Transient()
+	}
 	start := len(dst)
-	dst, err := c.e.generate(sc, typeURL, names, wildcard, dst)
-	if err == nil {
+	dst, err := c.e.generate(sc, cache, typeURL, names, wildcard, dst)
+	if err == nil && memoizable(names, wildcard, dst[start:]) {
 		c.class.memoPut(sc.Snapshot.Version, typeURL, names, wildcard, dst[start:])
 	}
 	return dst, err
+}
+
+// memoizable reports whether the class's memo may keep a response: only
+// when it holds no transient resource (an answer to a name no
+// configuration defines, Digest 0) and the request named no more names
+// than it answered, so that the names a memo keeps are bounded by the
+// configuration, never by what a client invents.
+func memoizable(names []string, wildcard bool, res []Resource) bool {
+	if !wildcard && len(names) > len(res) {
+		return false
+	}
+	for i := range res {
+		if res[i].Digest == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// foreignServerListener reports whether a gRPC server asks for an inbound
+// listener on an address that is not its own: the listener's name carries
+// the address, so such names are unbounded and are answered uncached.
+func (c *Conn) foreignServerListener(names []string) bool {
+	for _, n := range names {
+		addr, ok := strings.CutPrefix(n, encode.GRPCServerListenerPrefix)
+		if !ok {
+			continue
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			continue // answered with nothing
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil || !slices.Contains(c.node.IPs, ip) || ip.String() != host {
+			return true
+		}
+	}
+	return false
 }
 
 // noteEDSNames records which services a named-subscription client (gRPC)

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/puzpuzpuz/xsync/v4"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
@@ -129,48 +128,19 @@ func firstDR(snap *index.Snapshot, host index.Sym, ok func(*index.Config) bool) 
 	return out
 }
 
-// subsetLabelKey names one subset of one version of a rule.
-type subsetLabelKey struct {
-	// sets: symbols and label-set IDs are per writer, and several writers
-	// may live in one process (tests, benchmarks, future multi-cluster).
-	sets     *index.LabelSets
-	ns, name index.Sym
-	hash     uint64
-	subset   int
-}
-
-// subsetLabelCache maps rule subsets to their interned label sets, so that
-// warm builds intern nothing. Entries of replaced rules are unreachable
-// (the hash changed); the cache is dropped when it grows past a bound.
-var subsetLabelCache = xsync.NewMap[subsetLabelKey, index.LabelSetID]()
-
-const subsetLabelCacheMax = 1 << 16
-
-// subsetLabels returns the interned labels of the subset named name of the
-// rule (0 when the rule has no such subset or it has no labels).
-func subsetLabels(snap *index.Snapshot, dr *index.Config, name string) index.LabelSetID {
+// subsetLabels returns the labels of the subset named name of the rule (0
+// when the rule has no such subset or it has no labels), interned by ingest
+// (index.Config.SubsetLabels): the engine only reads.
+func subsetLabels(dr *index.Config, name string) index.LabelSetID {
 	spec, _ := dr.Spec.(*networking.DestinationRule)
 	for i, ss := range spec.GetSubsets() {
 		if ss.GetName() != name {
 			continue
 		}
-		if len(ss.Labels) == 0 {
-			return 0
+		if len(dr.SubsetLabels) != len(spec.GetSubsets()) {
+			panic("engine: DestinationRule row without its subsets' labels (ingest interns them)")
 		}
-		k := subsetLabelKey{sets: snap.Labels, ns: dr.Key.Namespace, name: dr.Key.Name, hash: dr.Hash, subset: i}
-		if id, ok := subsetLabelCache.Load(k); ok {
-			return id
-		}
-		labels := make([]index.Label, 0, len(ss.Labels))
-		for lk, lv := range ss.Labels {
-			labels = append(labels, index.Label{Key: snap.Symbols.Intern(lk), Value: snap.Symbols.Intern(lv)})
-		}
-		id := snap.Labels.Intern(labels)
-		if subsetLabelCache.Size() > subsetLabelCacheMax {
-			subsetLabelCache.Clear()
-		}
-		subsetLabelCache.Store(k, id)
-		return id
+		return dr.SubsetLabels[i]
 	}
 	return 0
 }

@@ -37,12 +37,33 @@
 //
 // # Invariants
 //
-//   - engine only reads the index; ingest is its only writer.
+//   - engine only reads the index; ingest is its only writer, and the
+//     only one to intern (a DestinationRule's subset labels come interned,
+//     index.Config.SubsetLabels).
+//   - What the engine derives from config once (merged gateways, route
+//     views, AUTO_PASSTHROUGH) lives in values its scopes own (view.go): a
+//     configView per config version, shared by every scope of it, and a
+//     memo per scope, shared by its copies for endpoint-only snapshots;
+//     no package-level map holds config-derived state (the two left, service
+//     accounts by endpoint shard version and address strings, are bounded
+//     memos of pure functions). In verify mode each memo is recomputed once
+//     per snapshot it is used in and compared.
 //   - Builders are pure functions of a Scope and the requested names: the
-//     per-class memo relies on it.
+//     per-class memo relies on it. They fill encode's keys with values and
+//     hand them, with the snapshot's read-only index.Names, to encode's
+//     generators (encode.Resource and encode.Part accept no other): the
+//     engine defines no generator and no key type.
 //   - Pushes to one connection merge while queued; at most PushThrottle
 //     connections hold a slot between being signalled and serve's PushDone.
 //   - The run loop is the only goroutine that computes pushes.
+//   - What a client names cannot grow what the engine keeps: a name no
+//     configuration defines (an unknown host, subset or route, a port
+//     spelled "080", a gRPC server address not the proxy's own) is
+//     answered as istiod answers it, through the cache's transient view,
+//     so nothing is cached for it; the per-class memo keeps only responses
+//     free of such answers that name no more names than they answer; a
+//     gateway keeps route keys for its own route names only; and a stream
+//     naming more than 4,096 Secrets is taken to read them all.
 //
 // # Imports
 //

@@ -65,6 +65,9 @@ type Engine struct {
 
 	flippedOnce sync.Once
 	flipped     *encode.Mesh // mesh with OutboundAllowAny inverted (meshFlipped)
+
+	// views hands out the derived state of each config version (view.go).
+	views views
 }
 
 // New returns an engine reading idx. Call Run to start pushing.
@@ -99,6 +102,7 @@ func New(idx Index, opts Options) *Engine {
 		conns:      map[*Conn]struct{}{},
 		cdsDigests: map[index.ServiceKey]uint64{},
 	}
+	e.views.verify = opts.Cache.Verifying()
 	e.changes.init()
 	e.recordClusterFacts(idx.Snapshot())
 	idx.Subscribe(e.changes.add)
@@ -178,9 +182,9 @@ func (e *Engine) NumClasses() int {
 }
 
 // generate dispatches to the generator of typeURL.
-func (e *Engine) generate(sc *Scope, typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+func (e *Engine) generate(sc *Scope, cache *encode.Cache, typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	if typeURL == TypeListener && sc.Class.Type == encode.ProxyRouter {
-		return buildGatewayListeners(sc, e.meshFor(sc), e.cache, names, wildcard, dst)
+		return buildGatewayListeners(sc, e.meshFor(sc), cache, names, wildcard, dst)
 	}
 	if typeURL == TypeSecret {
 		return e.buildSecrets(sc, names, dst) // logs what it leaves out (build_sds.go)
@@ -189,7 +193,7 @@ func (e *Engine) generate(sc *Scope, typeURL string, names []string, wildcard bo
 	if !ok {
 		return dst, fmt.Errorf("%w: %s", ErrUnknownType, typeURL)
 	}
-	return b(sc, e.meshFor(sc), e.cache, names, wildcard, dst)
+	return b(sc, e.meshFor(sc), cache, names, wildcard, dst)
 }
 
 // builder is the signature of the per-type generators in build_*.go.
@@ -239,7 +243,7 @@ func (cl *class) scope(e *Engine) *Scope {
 		cp.Snapshot = snap
 		s = &cp
 	} else {
-		s = NewScope(snap, &cl.key.class)
+		s = newScopeIn(e.views.of(snap), snap, &cl.key.class)
 		s.Instances = computeInstances(snap, cl.node)
 	}
 	cl.sc.Store(s)

@@ -2,11 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
-	"runtime"
 	"strings"
-	"sync"
-	"unsafe"
-	"weak"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -15,35 +11,17 @@ import (
 
 // Reusing a merged gateway across config versions: after a config change
 // the router does not depend on, a new scope computes an equal merged
-// gateway; reusing the previous one keeps its route keys (with their
-// hashes), so the router's RDS is concatenated from cached parts without
-// translating its Gateways and VirtualServices again.
+// gateway; reusing the previous one (configView.reuseGateway) keeps its
+// route keys (with their hashes), so the router's RDS is concatenated from
+// cached parts without translating its Gateways and VirtualServices again.
 
-// gatewaysByDigest maps a merged gateway's input digest to the last one
-// built with it.
-var gatewaysByDigest sync.Map // uint64 → weak.Pointer[mergedGateway]
-
-// reuseGateway returns an earlier merged gateway with m's digest, or
-// records m and returns it.
-func reuseGateway(m *mergedGateway) *mergedGateway {
-	if v, ok := gatewaysByDigest.Load(m.digest); ok {
-		if old := v.(weak.Pointer[mergedGateway]).Value(); old != nil && old.digest == m.digest && old.syms == m.syms {
-			return old
-		}
-	}
-	wp := weak.Make(m)
-	gatewaysByDigest.Store(m.digest, wp)
-	runtime.AddCleanup(m, func(d uint64) { gatewaysByDigest.CompareAndDelete(d, wp) }, m.digest)
-	return m
-}
-
-// computeDigest hashes every input of m: the symbol table, the router's
+// computeDigest hashes every input of m: the symbol tables, the router's
 // namespace and selected Gateways, every server (its Gateway row, position,
 // route name, bound VirtualService rows and AUTO_PASSTHROUGH services) and
 // the destination services of every bound VirtualService. Rows enter by
 // key and content hash: equal digests mean equal output.
-func (m *mergedGateway) computeDigest(syms *index.Symbols, namespace, gateways string) {
-	m.syms = syms
+func (m *mergedGateway) computeDigest(names uint64, namespace, gateways string) {
+	m.names = names
 	var d xxhash.Digest
 	d.Reset()
 	var buf [8]byte
@@ -58,7 +36,7 @@ func (m *mergedGateway) computeDigest(syms *index.Symbols, namespace, gateways s
 		u64(uint64(s.Key.Namespace)<<32 | uint64(s.Key.Host))
 		u64(s.Hash)
 	}
-	u64(uint64(uintptr(unsafe.Pointer(syms))))
+	u64(names)
 	str(namespace)
 	str(gateways)
 	u64(uint64(len(m.ports)))

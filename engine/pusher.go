@@ -47,7 +47,7 @@ func (e *Engine) push(p pendingChanges) {
 	// facts (DNS endpoints inline, service accounts for SANs, inferred
 	// mTLS); when those moved, CDS goes too.
 	snap := e.idx.Snapshot()
-	names := edsClusterNames(snap, p.endpoints)
+	names := edsClusterNames(snap, e.views.of(snap).hasAutoPassthrough(snap), p.endpoints)
 	push := Push{Types: []string{TypeEndpoint}, Endpoints: names, Reason: "endpoint"}
 	if e.clusterFactsChanged(snap, p.endpoints) {
 		push = Push{Types: []string{TypeCluster, TypeEndpoint}, Reason: "endpoint"}
@@ -134,9 +134,10 @@ func (e *Engine) reclassify() []classMove {
 // port, without subset and with each subset any DestinationRule for the host
 // defines (a superset is harmless: serve intersects it with what each proxy
 // subscribed to).
-func edsClusterNames(snap *index.Snapshot, services map[index.ServiceKey]struct{}) []string {
+// With sni set (some Gateway has an AUTO_PASSTHROUGH server), the SNI-DNAT
+// names too.
+func edsClusterNames(snap *index.Snapshot, sni bool, services map[index.ServiceKey]struct{}) []string {
 	var out []string
-	sni := snapHasAutoPassthrough(snap)
 	for k := range services {
 		svc, _, ok := snap.Service(k)
 		if !ok {

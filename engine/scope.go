@@ -29,6 +29,11 @@ type Scope struct {
 	Instances []Instance
 	// Egress is the class's Sidecar egress; nil when no Sidecar applies.
 	Egress *egress
+
+	// view is the config version's derived state, memo the scope's own,
+	// shared with the scope's copies for endpoint-only snapshots (view.go).
+	view *configView
+	memo *scopeMemo
 }
 
 // Instance is one service port a proxy backs.
@@ -42,14 +47,38 @@ type Instance struct {
 	Endpoint index.Endpoint
 }
 
-// NewScope computes the scope of class in snap.
+// NewScope computes the scope of class in snap, with derived state of its
+// own (an engine's scopes share theirs per config version: newScopeIn).
+func NewScope(snap *index.Snapshot, class *encode.ProxyClass) *Scope {
+	return newScopeIn(nil, snap, class)
+}
+
+// newScopeIn computes the scope of class in snap, sharing view (of snap's
+// config version; nil: a view of its own). The scope and its memo (and its
+// own view) are allocated together.
 //
 // It sorts the visible candidates by hostname once (scope_hosts.go) and keeps
 // one service per host, so that ByHost is filled once per host and Services
 // needs no sort of its own.
-func NewScope(snap *index.Snapshot, class *encode.ProxyClass) *Scope {
+func newScopeIn(view *configView, snap *index.Snapshot, class *encode.ProxyClass) *Scope {
 	ns, _ := snap.Symbols.Lookup(class.Namespace)
-	s := &Scope{Snapshot: snap, Class: class, Namespace: ns}
+	var s *Scope
+	if view == nil {
+		blk := &struct {
+			s Scope
+			m scopeMemo
+			v configView
+		}{}
+		blk.v.init(snap.ConfigVersion, encode.VerifyFromEnv(), nil)
+		s, blk.s.memo, view = &blk.s, &blk.m, &blk.v
+	} else {
+		blk := &struct {
+			s Scope
+			m scopeMemo
+		}{}
+		s, blk.s.memo = &blk.s, &blk.m
+	}
+	s.Snapshot, s.Class, s.Namespace, s.view = snap, class, ns, view
 	s.Egress = newEgress(snap, class.Sidecar, ns)
 	o := scopeHostsPool.Get().(*scopeHosts)
 	defer scopeHostsPool.Put(o)

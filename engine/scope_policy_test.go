@@ -77,7 +77,7 @@ spec: {clusterIP: 10.96.0.9, ports: [{name: http, port: 80}]}`)
 	drain()
 
 	listeners := func(c *Conn) [][]byte {
-		rs, err := e.generate(c.class.scope(e), TypeListener, nil, true, nil)
+		rs, err := e.generate(c.class.scope(e), e.cache, TypeListener, nil, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -61,7 +61,7 @@ func TestSidecarEgressProxy(t *testing.T) {
 	} {
 		t.Run(tc.app, func(t *testing.T) {
 			sc := proxyScope(e, snap, "a", map[string]string{"app": tc.app})
-			rs, err := e.generate(sc, TypeListener, nil, true, nil)
+			rs, err := e.generate(sc, e.cache, TypeListener, nil, true, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,7 @@ func TestSidecarEgressProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.catchAll == proxy {
-				crs, err := e.generate(sc, TypeCluster, nil, true, nil)
+				crs, err := e.generate(sc, e.cache, TypeCluster, nil, true, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -92,7 +92,7 @@ func TestSidecarEgressProxy(t *testing.T) {
 			if hasInspector != tc.inspector || (!tc.inspector && len(vo.GetListenerFilters()) > 0) {
 				t.Errorf("virtualOutbound listener filters %v, want tls_inspector: %v", vo.GetListenerFilters(), tc.inspector)
 			}
-			rs, err = e.generate(sc, TypeRoute, []string{"80"}, false, nil)
+			rs, err = e.generate(sc, e.cache, TypeRoute, []string{"80"}, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,7 +86,7 @@ func setSidecarInbound(sc *Scope, sec *workloadSecurity, k *encode.VirtualInboun
 
 // sidecarIngressListeners appends the listeners of ingress ports whose
 // captureMode is NONE, in port order, after virtualInbound (istiod's order).
-func sidecarIngressListeners(cache *encode.Cache, vk *encode.VirtualInboundKey, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+func sidecarIngressListeners(cache *encode.Cache, n index.Names, vk *encode.VirtualInboundKey, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	if vk.Sidecar == nil {
 		return dst, nil
 	}
@@ -104,7 +104,7 @@ func sidecarIngressListeners(cache *encode.Cache, vk *encode.VirtualInboundKey, 
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
 		}
-		if dst, err = appendResource(dst, cache, encode.KindListener, k, encode.SidecarIngressListener); err != nil {
+		if dst, err = appendResource(dst, cache, n, k, encode.SidecarIngressListenerGen); err != nil {
 			return dst, err
 		}
 	}
@@ -192,13 +192,13 @@ func (b *cdsBuilder) sidecarKey(row *index.Config) *encode.SidecarInboundCluster
 	base := &b.key
 	return &encode.SidecarInboundClusterKey{
 		Cluster: encode.ClusterKey{Role: encode.ClusterInbound, Mesh: base.Mesh, ProxyType: base.ProxyType, IPv6: base.IPv6,
-			Syms: base.Syms, Labels: base.Labels, ClusterID: base.ClusterID},
+			ClusterID: base.ClusterID},
 		Sidecar: row,
 	}
 }
 
 func (b *cdsBuilder) emitSidecar(k *encode.SidecarInboundClusterKey, dst []Resource) ([]Resource, error) {
-	e, err := encode.Resource(b.cache, encode.KindCluster, TypeCluster, k, encode.SidecarInboundCluster)
+	e, err := encode.Resource(b.cache, b.snap.Names(), k, encode.SidecarInboundClusterGen)
 	if err != nil {
 		return dst, fmt.Errorf("cds: %w", err)
 	}

@@ -2,11 +2,8 @@ package engine
 
 import (
 	"cmp"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"weak"
 
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -16,7 +13,8 @@ import (
 
 // routeView is what RDS and LDS derive from a scope's VirtualServices and
 // services once, so that a warm build only looks things up. It is computed
-// on first use per Scope (a Scope is immutable) and dropped with it.
+// on first use per Scope (a Scope is immutable; its copies for
+// endpoint-only snapshots share it) and dropped with it.
 type routeView struct {
 	// virtualServices are the VirtualServices bound to the mesh gateway and
 	// visible to the scope's namespace, in istiod's precedence order: those
@@ -66,19 +64,18 @@ type vsWrapper struct {
 	hosts []string
 }
 
-var routeViews sync.Map // weak.Pointer[Scope] → *routeView
-
-// routeViewOf returns the scope's route view, computing it once.
+// routeViewOf returns the scope's route view, computing it once per scope
+// and mesh (view.go).
 func routeViewOf(sc *Scope, mesh *encode.Mesh) *routeView {
-	wp := weak.Make(sc)
-	if v, ok := routeViews.Load(wp); ok {
-		return v.(*routeView)
+	m := sc.memo
+	if r := m.routes.Load(); r != nil && r.mesh == mesh {
+		if sc.view.verify && firstUseIn(&m.checkedRoutes, sc.Snapshot) {
+			verifyRouteView(sc, mesh, r.v)
+		}
+		return r.v
 	}
 	v := newRouteView(sc, mesh)
-	if actual, loaded := routeViews.LoadOrStore(wp, v); loaded {
-		return actual.(*routeView)
-	}
-	runtime.AddCleanup(sc, func(wp weak.Pointer[Scope]) { routeViews.Delete(wp) }, wp)
+	m.routes.Store(&routeViewMemo{mesh: mesh, v: v})
 	return v
 }
 

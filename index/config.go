@@ -59,6 +59,10 @@ type Config struct {
 	Selector    LabelSetID
 	HasSelector bool
 	Labels      LabelSetID
+	// SubsetLabels are a DestinationRule's subsets' labels, interned by
+	// ingest, in the order of its spec's subsets (0: a subset without
+	// labels), so that readers never intern.
+	SubsetLabels []LabelSetID
 	// DryRun is an AuthorizationPolicy's istio.io/dry-run annotation: its
 	// rules are evaluated and logged, not enforced.
 	DryRun     bool

@@ -27,7 +27,10 @@
 //   - A published snapshot, and every row and slice it references, is never
 //     mutated. Build with -tags invariants to make the writer verify this.
 //   - Symbols are never freed; [Symbols] is append-only and safe for
-//     concurrent readers while the writer interns.
+//     concurrent readers while the writer interns. Generators see the
+//     tables only through [Names], a read-only view whose answers are fixed
+//     functions of the Syms and label-set IDs asked about (no Lookup, no
+//     Intern): only ingest interns.
 //
 // # Imports
 //

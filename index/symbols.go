@@ -48,6 +48,7 @@ type Symbols struct {
 	chunks [symMaxChunks]atomic.Pointer[[]string]
 	n      atomic.Uint32 // number of symbols, including the empty one
 	arena  []byte        // free tail of the current string slab; guarded by mu
+	id     uint64        // process-unique, for Names.ID
 }
 
 type symTable struct {
@@ -57,7 +58,7 @@ type symTable struct {
 
 // NewSymbols returns a table holding only the empty string (Sym 0).
 func NewSymbols() *Symbols {
-	s := &Symbols{seed: maphash.MakeSeed()}
+	s := &Symbols{seed: maphash.MakeSeed(), id: symbolTables.Add(1)}
 	s.table.Store(&symTable{slots: make([]atomic.Uint64, symTableInit)})
 	first := make([]string, 1<<symFirstChunkBits)
 	s.chunks[0].Store(&first)

@@ -39,6 +39,7 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 	case *networking.DestinationRule:
 		hosts = []string{s.Host}
 		row.ExportTo = c.exportTo(s.ExportTo)
+		row.SubsetLabels = c.subsetLabels(s) // convert_subsets.go
 		if s.WorkloadSelector != nil {
 			selector, hasSelector = s.WorkloadSelector.MatchLabels, true
 		}
