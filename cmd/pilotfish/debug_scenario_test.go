@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/pilotfish-mesh/pilotfish/debug"
 	"github.com/pilotfish-mesh/pilotfish/engine"
 )
 
@@ -104,13 +105,13 @@ func (s *scenario) writeConfig(t *testing.T, name, content string) {
 	}
 }
 
-func (s *scenario) syncz(t *testing.T) []SyncStatus {
+func (s *scenario) syncz(t *testing.T) []debug.SyncStatus {
 	t.Helper()
 	code, b := get(t, s.base+"/debug/syncz")
 	if code != http.StatusOK {
 		t.Fatalf("syncz: %d %s", code, b)
 	}
-	var out []SyncStatus
+	var out []debug.SyncStatus
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("syncz: %v: %s", err, b)
 	}
@@ -119,7 +120,7 @@ func (s *scenario) syncz(t *testing.T) []SyncStatus {
 
 func TestDebugSyncz(t *testing.T) {
 	s := newScenario(t)
-	byID := map[string]SyncStatus{}
+	byID := map[string]debug.SyncStatus{}
 	for _, p := range s.syncz(t) {
 		byID[p.ProxyID] = p
 	}
@@ -155,14 +156,14 @@ func TestDebugSyncz(t *testing.T) {
 
 	// ?namespace= filters as istiod's does.
 	code, b = get(t, s.base+"/debug/syncz?namespace=other")
-	var only []SyncStatus
+	var only []debug.SyncStatus
 	if err := json.Unmarshal(b, &only); code != http.StatusOK || err != nil || len(only) != 1 || only[0].ProxyID != "ratings-1.other" {
 		t.Errorf("syncz?namespace=other: %d %s", code, b)
 	}
 
 	// /debug/connections: every stream, its kind, its types and watches.
 	code, b = get(t, s.base+"/debug/connections")
-	var conns AdsClients
+	var conns debug.AdsClients
 	if err := json.Unmarshal(b, &conns); code != http.StatusOK || err != nil || conns.Total != 3 || len(conns.Connected) != 3 {
 		t.Fatalf("connections: %d %v %s", code, err, b)
 	}
@@ -248,7 +249,7 @@ func TestDebugConfigDumpAndKeyz(t *testing.T) {
 
 	// keyz: the cluster's key, field by field, symbols resolved.
 	code, b := get(t, s.base+"/debug/keyz?proxyID=reviews-1.shop&resource="+reviewsCluster)
-	var kv KeyzView
+	var kv debug.KeyzView
 	if err := json.Unmarshal(b, &kv); code != http.StatusOK || err != nil {
 		t.Fatalf("keyz: %d %v %s", code, err, b)
 	}
@@ -276,7 +277,7 @@ func TestDebugConfigDumpAndKeyz(t *testing.T) {
 func TestDebugEndpointzCachezPushStatus(t *testing.T) {
 	s := newScenario(t)
 	code, b := get(t, s.base+"/debug/endpointz")
-	var ez map[string]map[string]EndpointShards
+	var ez map[string]map[string]debug.EndpointShards
 	if err := json.Unmarshal(b, &ez); code != http.StatusOK || err != nil {
 		t.Fatalf("endpointz: %d %v %s", code, err, b)
 	}
@@ -289,11 +290,11 @@ func TestDebugEndpointzCachezPushStatus(t *testing.T) {
 	}
 
 	code, b = get(t, s.base+"/debug/cachez")
-	var cz CacheView
+	var cz debug.CacheView
 	if err := json.Unmarshal(b, &cz); code != http.StatusOK || err != nil {
 		t.Fatalf("cachez: %d %v %s", code, err, b)
 	}
-	var cl CacheKindView
+	var cl debug.CacheKindView
 	for _, k := range cz.Kinds {
 		if k.Kind == "cluster" {
 			cl = k
@@ -307,15 +308,15 @@ func TestDebugEndpointzCachezPushStatus(t *testing.T) {
 	// under the push last queued when it is sent, so a change that lands
 	// while an earlier push is still going out shows its responses split
 	// between the two; what is asserted is their sum since the change.
-	pushStatus := func() PushStatusView {
+	pushStatus := func() debug.PushStatusView {
 		_, b := get(t, s.base+"/debug/push_status")
-		var ps PushStatusView
+		var ps debug.PushStatusView
 		if err := json.Unmarshal(b, &ps); err != nil {
 			t.Fatalf("push_status: %v: %s", err, b)
 		}
 		return ps
 	}
-	sentCDS := func(ps PushStatusView) (responses, bytes int) {
+	sentCDS := func(ps debug.PushStatusView) (responses, bytes int) {
 		for _, p := range ps.Recent {
 			responses += p.Responses["cds"]
 			bytes += p.Bytes["cds"]
@@ -342,7 +343,7 @@ func TestDebugEndpointzCachezPushStatus(t *testing.T) {
 	})
 }
 
-func configVersionOf(ps PushStatusView) uint64 {
+func configVersionOf(ps debug.PushStatusView) uint64 {
 	if ps.Last == nil {
 		return 0
 	}
@@ -419,7 +420,7 @@ func TestXDSDebugConfigDump(t *testing.T) {
 	if want := "BootstrapConfigDump ClustersConfigDump ListenersConfigDump ScopedRoutesConfigDump RoutesConfigDump SecretsConfigDump"; strings.Join(kinds, " ") != want {
 		t.Errorf("config_dump over xDS: %v, want %s", kinds, want)
 	}
-	if cp := controlPlaneName(r.GetControlPlane().GetIdentifier()); cp != "pilotfish-0" {
+	if cp := debug.ControlPlaneName(r.GetControlPlane().GetIdentifier()); cp != "pilotfish-0" {
 		t.Errorf("control plane %q, want pilotfish-0", cp)
 	}
 	tool.send(&discoveryv3.DiscoveryRequest{TypeUrl: "istio.io/debug/config_dump", ResourceNames: []string{"nobody.nowhere"}})

@@ -184,7 +184,7 @@ func runLoadgen(ctx context.Context, o *loadgenOptions, stdout, stderr io.Writer
 
 // isTerminal reports whether w is a character device (a terminal).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Stat() (os.FileInfo, error) }) // an *os.File
 	if !ok {
 		return false
 	}

@@ -6,9 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/debug"
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/index"
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
@@ -27,11 +26,13 @@ type metrics struct {
 	pushTime    *prometheus.HistogramVec
 	pushErrors  *prometheus.CounterVec
 	pushCycles  *prometheus.CounterVec
-	// push follows the last push for /debug/push_status (debug_push.go).
-	push *pushStatus
+	// push follows the last pushes for /debug/push_status.
+	push *debug.PushStatus
 }
 
-func newMetrics(w *index.Writer) *metrics {
+// newMetrics returns the metrics of a server reading idx (its gauges read
+// idx's current snapshot).
+func newMetrics(idx engine.Index) *metrics {
 	latency := []float64{.001, .005, .01, .05, .1, .25, .5, 1, 3, 5, 10, 20, 30}
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
@@ -54,23 +55,24 @@ func newMetrics(w *index.Writer) *metrics {
 			[]string{"type", "reason"}),
 		pushCycles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pilotfish_pushes_total", Help: "Pushes started, by reason: config (every proxy, every type), endpoint (the endpoint fast path) or secret (SDS to the readers of a changed Secret)."},
 			[]string{"reason"}),
-		push: &pushStatus{snap: w.Snapshot},
+		push: debug.NewPushStatus(idx.Snapshot),
 	}
 	m.registry.MustRegister(m.proxies, m.pushes, m.configSize, m.rejects, m.convergence, m.queueTime, m.debounce, m.triggers,
 		m.pushTime, m.pushErrors, m.pushCycles,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pilot_services", Help: "Number of services known to the control plane."},
-			func() float64 { return float64(w.Snapshot().NumServices()) }),
+			func() float64 { return float64(engine.CountIndex(idx).Services) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pilotfish_endpoint_shards", Help: "Number of services with endpoints."},
-			func() float64 { return float64(w.Snapshot().NumEndpointShards()) }),
+			func() float64 { return float64(engine.CountIndex(idx).EndpointShards) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pilotfish_index_version", Help: "Version of the current index snapshot."},
-			func() float64 { return float64(w.Snapshot().Version) }),
+			func() float64 { return float64(engine.CountIndex(idx).Version) }),
 	)
 	return m
 }
 
-// watchCache exports the bytes cache's counters.
-func (m *metrics) watchCache(c *encode.Cache) {
+// watchCache exports the bytes cache's counters (the engine's
+// Engine.Cache).
+func (m *metrics) watchCache(c engine.CacheCounters) {
 	m.registry.MustRegister(cacheCollector{c})
 }
 
@@ -81,7 +83,7 @@ var (
 	cacheMissesDesc  = prometheus.NewDesc("pilotfish_cache_misses_total", "Bytes cache misses (generations), by kind.", []string{"kind"}, nil)
 )
 
-type cacheCollector struct{ c *encode.Cache }
+type cacheCollector struct{ c engine.CacheCounters }
 
 func (cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- cacheEntriesDesc
@@ -127,7 +129,7 @@ func (e engineMetrics) Proxies(n int) { e.m.proxies.Set(float64(n)) }
 func (e engineMetrics) PushQueued(reason string, n int) {
 	e.m.triggers.WithLabelValues(reason).Add(float64(n))
 	e.m.pushCycles.WithLabelValues(reason).Inc()
-	e.m.push.queued(reason, n)
+	e.m.push.Queued(reason, n)
 }
 func (e engineMetrics) QueueTime(d time.Duration) { e.m.queueTime.Observe(d.Seconds()) }
 func (e engineMetrics) Converged(_ string, d time.Duration) {
@@ -140,7 +142,7 @@ func (e engineMetrics) Debounced(d time.Duration, fastPath bool) {
 		l = "true"
 	}
 	e.m.debounce.WithLabelValues(l).Observe(d.Seconds())
-	e.m.push.debounced(d)
+	e.m.push.Debounced(d)
 }
 
 type xdsMetrics struct {
@@ -152,7 +154,7 @@ func (x xdsMetrics) Pushed(typeURL string, bytes int) {
 	t := typeLabel(typeURL)
 	x.m.pushes.WithLabelValues(t).Inc()
 	x.m.configSize.WithLabelValues(t).Observe(float64(bytes))
-	x.m.push.sent(t, bytes)
+	x.m.push.Sent(t, bytes)
 }
 
 func (x xdsMetrics) PushTime(typeURL string, d time.Duration) {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/pilotfish-mesh/pilotfish/debug"
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
@@ -91,7 +92,7 @@ func runProxyStatus(ctx context.Context, o *proxyStatusOptions, out io.Writer) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	var statuses []SyncStatus
+	var statuses []debug.SyncStatus
 	var istiod string
 	var err error
 	if o.xdsAddr != "" {
@@ -114,8 +115,8 @@ func runProxyStatus(ctx context.Context, o *proxyStatusOptions, out io.Writer) e
 }
 
 // filterNamespace keeps the proxies whose ID ("POD.NAMESPACE") is in ns.
-func filterNamespace(in []SyncStatus, ns string) []SyncStatus {
-	out := []SyncStatus{}
+func filterNamespace(in []debug.SyncStatus, ns string) []debug.SyncStatus {
+	out := []debug.SyncStatus{}
 	for _, s := range in {
 		if strings.HasSuffix(s.ProxyID, "."+ns) {
 			out = append(out, s)
@@ -124,11 +125,7 @@ func filterNamespace(in []SyncStatus, ns string) []SyncStatus {
 	return out
 }
 
-// istiodIDHeader carries the replica's ID on /debug/syncz, for the ISTIOD
-// column (the xDS answer carries it in control_plane).
-const istiodIDHeader = "Pilotfish-Instance"
-
-func syncStatusOverHTTP(ctx context.Context, addr, namespace string) ([]SyncStatus, string, error) {
+func syncStatusOverHTTP(ctx context.Context, addr, namespace string) ([]debug.SyncStatus, string, error) {
 	u := "http://" + addr + "/debug/syncz"
 	if namespace != "" {
 		u += "?namespace=" + namespace
@@ -146,16 +143,16 @@ func syncStatusOverHTTP(ctx context.Context, addr, namespace string) ([]SyncStat
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 		return nil, "", fmt.Errorf("proxy-status: GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
 	}
-	var out []SyncStatus
+	var out []debug.SyncStatus
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, "", fmt.Errorf("proxy-status: decoding %s: %w", u, err)
 	}
-	return out, resp.Header.Get(istiodIDHeader), nil
+	return out, resp.Header.Get(debug.InstanceHeader), nil
 }
 
 // syncStatusOverXDS asks for istio.io/debug/syncz on an ADS stream, as
-// istioctl does, and reads the ClientConfigs back into SyncStatus.
-func syncStatusOverXDS(ctx context.Context, addr string) ([]SyncStatus, string, error) {
+// istioctl does, and reads the ClientConfigs back into debug.SyncStatus.
+func syncStatusOverXDS(ctx context.Context, addr string) ([]debug.SyncStatus, string, error) {
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, "", fmt.Errorf("proxy-status: %w", err)
@@ -178,7 +175,7 @@ func syncStatusOverXDS(ctx context.Context, addr string) ([]SyncStatus, string, 
 		return nil, "", fmt.Errorf("proxy-status: reading %s from %s: %w", serve.TypeDebugSyncz, addr, err)
 	}
 	_ = stream.CloseSend()
-	var out []SyncStatus
+	var out []debug.SyncStatus
 	for _, a := range resp.GetResources() {
 		c := &statusv3.ClientConfig{}
 		if err := a.UnmarshalTo(c); err != nil {
@@ -187,17 +184,17 @@ func syncStatusOverXDS(ctx context.Context, addr string) ([]SyncStatus, string, 
 		out = append(out, syncStatusOfClientConfig(c))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ProxyID < out[j].ProxyID })
-	return out, controlPlaneName(resp.GetControlPlane().GetIdentifier()), nil
+	return out, debug.ControlPlaneName(resp.GetControlPlane().GetIdentifier()), nil
 }
 
 // syncStatusOfClientConfig maps a CSDS ClientConfig back to /debug/syncz's
 // shape (statuses only; nonces are not part of CSDS).
-func syncStatusOfClientConfig(c *statusv3.ClientConfig) SyncStatus {
+func syncStatusOfClientConfig(c *statusv3.ClientConfig) debug.SyncStatus {
 	md := c.GetNode().GetMetadata().GetFields()
-	s := SyncStatus{ProxyID: c.GetNode().GetId(), ClusterID: md["CLUSTER_ID"].GetStringValue(),
-		IstioVersion: md["ISTIO_VERSION"].GetStringValue(), Resources: map[string]ResourceStatus{}}
+	s := debug.SyncStatus{ProxyID: c.GetNode().GetId(), ClusterID: md["CLUSTER_ID"].GetStringValue(),
+		IstioVersion: md["ISTIO_VERSION"].GetStringValue(), Resources: map[string]debug.ResourceStatus{}}
 	for _, g := range c.GetGenericXdsConfigs() {
-		r := ResourceStatus{AckedVersion: g.GetVersionInfo(), LastError: g.GetErrorState().GetDetails()}
+		r := debug.ResourceStatus{AckedVersion: g.GetVersionInfo(), LastError: g.GetErrorState().GetDetails()}
 		if g.GetLastUpdated() != nil {
 			r.SentTime = g.GetLastUpdated().AsTime()
 		}
@@ -218,32 +215,23 @@ func syncStatusOfClientConfig(c *statusv3.ClientConfig) SyncStatus {
 	return s
 }
 
-// controlPlaneName reads the ID of istiod's control-plane identifier JSON.
-func controlPlaneName(id string) string {
-	var cp struct{ ID string }
-	if err := json.Unmarshal([]byte(id), &cp); err != nil || cp.ID == "" {
-		return id
-	}
-	return cp.ID
-}
-
 // proxyStatusTypes are the table's type columns, in istioctl's order.
 var proxyStatusTypes = []struct{ header, typeURL string }{
 	{"CDS", engine.TypeCluster},
 	{"LDS", engine.TypeListener},
 	{"EDS", engine.TypeEndpoint},
 	{"RDS", engine.TypeRoute},
-	{"ECDS", typeExtensionConfig},
+	{"ECDS", debug.TypeExtensionConfig},
 }
 
 // printProxyStatus prints istioctl's table, proxies sorted by name. An
 // acknowledged or rejected type shows the age of its last response, as
 // istioctl does.
-func printProxyStatus(out io.Writer, statuses []SyncStatus, istiod string, now time.Time) error {
+func printProxyStatus(out io.Writer, statuses []debug.SyncStatus, istiod string, now time.Time) error {
 	if istiod == "" {
 		istiod = "-"
 	}
-	rows := make([]SyncStatus, len(statuses))
+	rows := make([]debug.SyncStatus, len(statuses))
 	copy(rows, statuses)
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].ProxyID < rows[j].ProxyID })
 	w := tabwriter.NewWriter(out, 0, 8, 5, ' ', 0)
@@ -265,7 +253,7 @@ func printProxyStatus(out io.Writer, statuses []SyncStatus, istiod string, now t
 	return w.Flush()
 }
 
-func statusText(r ResourceStatus, ok bool, now time.Time) string {
+func statusText(r debug.ResourceStatus, ok bool, now time.Time) string {
 	if !ok || r.Status == "" || r.Status == "IGNORED" {
 		return "IGNORED"
 	}

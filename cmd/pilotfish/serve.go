@@ -15,9 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
-	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/debug"
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/index"
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
@@ -109,21 +108,20 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	if err != nil {
 		return err
 	}
-	mesh := encode.DefaultMesh()
-	mesh.DomainSuffix = o.domain
-	// Endpoints of every source (files too) belong to this cluster.
-	mesh.ClusterID = o.kube.clusterID
-	if o.ca.trustDomain != "" { // the CA's identities and xDS SAN checks agree (ca.go)
-		mesh.TrustDomain = o.ca.trustDomain
-	}
+	mesh := engine.MeshSettings{
+		DomainSuffix: o.domain,
+		// Endpoints of every source (files too) belong to this cluster.
+		ClusterID: o.kube.clusterID,
+		// The CA's identities and xDS SAN checks agree (ca.go).
+		TrustDomain: o.ca.trustDomain,
+	}.Mesh()
 
-	writer := index.NewWriter()
-	metrics := newMetrics(writer)
-	source, err := newSources(o, writer, log) // serve_kube.go
+	source, err := newSources(o, log) // serve_kube.go
 	if err != nil {
 		return err
 	}
-	eng := engine.New(writer, engine.Options{
+	metrics := newMetrics(source.index)
+	eng := engine.New(source.index, engine.Options{
 		DebounceAfter:      o.debounceAfter,
 		DebounceMax:        o.debounceMax,
 		DisableEDSDebounce: !o.enableEDSDebounce,
@@ -137,8 +135,9 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
 	gate := newSyncGate(source.Synced, metrics.registry)
 	go gate.run(ctx)
+	controlPlaneID := debug.ControlPlaneID(version)
 	xdsServer := serve.NewXDSServer(backend{e: eng, gate: gate}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
-		ControlPlaneID: controlPlaneID(), Debug: xdsDebug})
+		ControlPlaneID: controlPlaneID, Debug: debug.XDS(eng)})
 	xdsServer.Register(grpcServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
 	o.ca.grpcOptions = o.limits.grpcOptions() // the TLS server's too (serve_limits.go)
@@ -163,7 +162,8 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return fmt.Errorf("gRPC listen on %s: %w", o.grpcAddr, err)
 	}
 	httpServer := serve.NewHTTPServer(serve.HTTPOptions{Addr: o.httpAddr, Ready: source.Synced, Gatherer: metrics.registry, Logger: log})
-	registerDebug(httpServer, eng, source, xdsServer, metrics.push)
+	debug.Register(httpServer, debug.Views{Engine: eng, XDS: xdsServer, Errors: source.Errors, Pushes: metrics.push,
+		ControlPlaneID: controlPlaneID})
 	httpAddr, err := httpServer.Start()
 	if err != nil {
 		lis.Close()

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/ingest"
 )
 
@@ -72,17 +72,20 @@ func (o *kubeOptions) restConfig(configDir string) (*rest.Config, error) {
 }
 
 // configSources are the sources serve reads: the file source, the
-// Kubernetes source, or both, writing to one index.Writer (its Apply is
-// serialized), each with its own converter.
+// Kubernetes source, or both, writing to one index (its writer serializes
+// Apply), each with its own converter.
 type configSources struct {
-	file *ingest.FileSource
-	kube *ingest.KubeSource
+	// index is what they write, as the engine reads it.
+	index engine.Index
+	file  *ingest.FileSource
+	kube  *ingest.KubeSource
 }
 
 // newSources builds the sources the flags ask for; at least one is
 // required.
-func newSources(o *serveOptions, w *index.Writer, log *slog.Logger) (*configSources, error) {
-	s := &configSources{}
+func newSources(o *serveOptions, log *slog.Logger) (*configSources, error) {
+	w := ingest.NewIndexWriter()
+	s := &configSources{index: w}
 	if o.configDir != "" {
 		if fi, err := os.Stat(o.configDir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("--config-dir %q: not a readable directory", o.configDir)

@@ -18,6 +18,7 @@ const module = "github.com/pilotfish-mesh/pilotfish"
 // Subpackages inherit the rules of their top-level package.
 var forbidden = map[string]map[string]string{
 	"ingest": {
+		"debug":   "sources feed the index; debug views are wired by cmd",
 		"engine":  "sources feed the index; they know nothing about proxies or pushes",
 		"encode":  "sources know nothing about xDS",
 		"serve":   "sources know nothing about the network",
@@ -26,6 +27,7 @@ var forbidden = map[string]map[string]string{
 		"bench":   "only cmd imports bench",
 	},
 	"encode": {
+		"debug":   "debug views are wired by cmd; generators know nothing of them",
 		"ingest":  "generators see rows, never sources",
 		"engine":  "generators are pure functions of their keys; engine calls them, not the reverse",
 		"serve":   "generators know nothing about streams",
@@ -34,6 +36,7 @@ var forbidden = map[string]map[string]string{
 		"bench":   "only cmd imports bench",
 	},
 	"engine": {
+		"debug":   "debug reads engine through the views engine exports, not the reverse",
 		"ingest":  "engine reads the index; only ingest writes it",
 		"serve":   "serve drives engine, not the reverse",
 		"ca":      "engine pushes config; certificates are ca's and serve's business",
@@ -41,6 +44,7 @@ var forbidden = map[string]map[string]string{
 		"bench":   "only cmd imports bench",
 	},
 	"serve": {
+		"debug":   "debug reads serve's stream registry and is registered on its HTTP server by cmd, not the reverse",
 		"ingest":  "serve sees the mesh only through engine",
 		"index":   "serve sees the mesh only through engine",
 		"encode":  "serve sends bytes engine hands it; it never generates",
@@ -48,6 +52,7 @@ var forbidden = map[string]map[string]string{
 		"bench":   "only cmd imports bench",
 	},
 	"ca": {
+		"debug":   "the CA stands alone: debug views are wired by cmd",
 		"index":   "the CA stands alone: no mesh state",
 		"ingest":  "the CA stands alone: no sources",
 		"engine":  "the CA stands alone: no proxies",
@@ -55,6 +60,17 @@ var forbidden = map[string]map[string]string{
 		"serve":   "serve exposes the CA, not the reverse",
 		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
 		"bench":   "only cmd imports bench",
+	},
+	"debug": {
+		"ingest":  "debug shows what engine and serve hold; sources are cmd's to wire",
+		"ca":      "debug shows xDS state; the CA's state is its own",
+		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
+		"bench":   "only cmd imports bench",
+	},
+	"cmd": {
+		"index": "cmd is wiring only: the index's writer comes from ingest (ingest.NewIndexWriter), its reads go through engine",
+		"encode": "cmd is wiring only: the mesh comes from engine.MeshSettings, cache counters through engine.CacheCounters, " +
+			"debug output from debug",
 	},
 }
 
@@ -84,6 +100,13 @@ var testOnly = map[string]map[string]string{
 	"engine": {
 		"ingest": "engine's tests build their index from manifests through ingest, as cmd wires them",
 		"serve":  "an end-to-end test serves engine to grpc-go's xDS client through serve's ADS server",
+	},
+	"cmd": {
+		"index":  "cmd's tests build small indexes and metrics registries directly",
+		"encode": "cmd's tests compare against encode's builders (credential keys, the default mesh)",
+	},
+	"debug": {
+		"ingest": "debug's tests build their index from manifests through ingest, as cmd wires them",
 	},
 }
 
@@ -186,6 +209,12 @@ func TestForbiddenTableCoversDesign(t *testing.T) {
 		}
 	}
 	for pkg := range pkgs {
+		if pkg == "cmd" { // commands: a main package per directory, no doc.go at the top
+			if mains, _ := filepath.Glob(filepath.Join("../..", pkg, "*", "main.go")); len(mains) == 0 {
+				t.Errorf("cmd has import rules but no cmd/*/main.go")
+			}
+			continue
+		}
 		if _, err := os.Stat(filepath.Join("../..", pkg, "doc.go")); err != nil {
 			t.Errorf("package %s has import rules but no %s/doc.go: %v", pkg, pkg, err)
 		}
@@ -265,6 +294,22 @@ func TestViolations(t *testing.T) {
 		{"ingest", module + "/internal/kubetest", false, true},
 		{"encode", module + "/internal/testcert", false, true},
 		{"encode", module + "/internal/testcert", true, false},
+		{"cmd", module + "/index", false, true},
+		{"cmd", module + "/encode", false, true},
+		{"cmd", module + "/encode", true, false},
+		{"cmd", module + "/debug", false, false},
+		{"debug", module + "/engine", false, false},
+		{"debug", module + "/index", false, false},
+		{"debug", module + "/ingest", false, true},
+		{"debug", module + "/ingest", true, false},
+		{"engine", module + "/debug", false, true},
+		{"engine", module + "/debug", true, true},
+		{"serve", module + "/debug", true, true},
+		{"index", module + "/debug", false, true},
+		{"ingest", module + "/debug", false, true},
+		{"encode", module + "/debug", false, true},
+		{"ca", module + "/debug", false, true},
+		{"loadgen", module + "/debug", false, true},
 	} {
 		if got := len(violations(tc.from, tc.path, tc.test)) > 0; got != tc.bad {
 			t.Errorf("violations(%q, %q, test=%v) = %v, want bad=%v", tc.from, tc.path, tc.test,

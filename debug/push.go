@@ -1,4 +1,4 @@
-package main
+package debug
 
 import (
 	"maps"
@@ -14,12 +14,14 @@ import (
 // /debug/push_status, /debug/endpointz and /debug/cachez: views of the
 // engine's pushes, endpoint shards and bytes cache.
 
-// pushStatus follows pushes through the metrics hooks: the engine reports
-// each push once when it queues it (PushQueued), serve each response sent.
-// Responses are counted against the last push queued; a response still
-// going out for an earlier push when a new one starts is counted in the new
-// one.
-type pushStatus struct {
+// PushStatus follows pushes through the metrics hooks, which call its
+// methods: the engine reports each push once when it queues it
+// (engine.Metrics.PushQueued: Queued), serve each response sent
+// (serve.XDSMetrics.Pushed: Sent). Responses are counted against the last
+// push queued; a response still going out for an earlier push when a new
+// one starts is counted in the new one. Its memory is bounded:
+// recentPushes pushes, a few counters each.
+type PushStatus struct {
 	snap func() *index.Snapshot
 
 	mu       sync.Mutex
@@ -64,13 +66,22 @@ type PushView struct {
 	Bytes map[string]int `json:"bytes"`
 }
 
-func (p *pushStatus) debounced(d time.Duration) {
+// NewPushStatus returns an empty PushStatus; snap, if set, gives the
+// snapshot each push is recorded with (its versions).
+func NewPushStatus(snap func() *index.Snapshot) *PushStatus {
+	return &PushStatus{snap: snap}
+}
+
+// Debounced records how long the next push's changes were held.
+func (p *PushStatus) Debounced(d time.Duration) {
 	p.mu.Lock()
 	p.debounce = d
 	p.mu.Unlock()
 }
 
-func (p *pushStatus) queued(reason string, proxies int) {
+// Queued records a push queued for proxies streams, for reason (config,
+// endpoint or secret).
+func (p *PushStatus) Queued(reason string, proxies int) {
 	v := &PushView{Time: time.Now(), Trigger: reason, Proxies: proxies, Responses: map[string]int{}, Bytes: map[string]int{}}
 	if p.snap != nil {
 		s := p.snap()
@@ -90,7 +101,9 @@ func (p *pushStatus) queued(reason string, proxies int) {
 	p.recent = append(p.recent, v)
 }
 
-func (p *pushStatus) sent(typ string, bytes int) {
+// Sent records a response of typ (cds, eds, ...: istiod's short type
+// label) of bytes bytes.
+func (p *PushStatus) Sent(typ string, bytes int) {
 	p.mu.Lock()
 	if n := len(p.recent); n > 0 {
 		last := p.recent[n-1]
@@ -100,8 +113,11 @@ func (p *pushStatus) sent(typ string, bytes int) {
 	p.mu.Unlock()
 }
 
-// view returns a copy of the recent pushes.
-func (p *pushStatus) view() PushStatusView {
+// view returns a copy of the recent pushes; nil has none.
+func (p *PushStatus) view() PushStatusView {
+	if p == nil {
+		return PushStatusView{Recent: []PushView{}}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := PushStatusView{Pushes: p.total, Recent: []PushView{}}

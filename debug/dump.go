@@ -1,9 +1,7 @@
-package main
+package debug
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 
@@ -31,10 +29,10 @@ import (
 // leaves them out by default, as Envoy does), listeners, scoped routes,
 // routes and secrets, with private keys redacted. Each dynamic resource
 // carries the version and time of the last response of its type.
-func configDump(c serve.ConnInfo, includeEDS bool) (*adminv3.ConfigDump, error) {
-	ec, ok := c.Session.(*engine.Conn)
+func configDump(e *engine.Engine, c serve.ConnInfo, includeEDS bool) (*adminv3.ConfigDump, error) {
+	ec, ok := e.Conn(c.ID)
 	if !ok {
-		return nil, fmt.Errorf("stream %s has no engine session", c.ID)
+		return nil, fmt.Errorf("stream %s has no engine connection (it just closed?)", c.ID)
 	}
 	got := map[string][]*anypb.Any{}
 	for i := range c.Types {
@@ -150,15 +148,16 @@ func redactSecret(a *anypb.Any) (*anypb.Any, error) {
 // proxy (tools' debug streams left out), its node carrying the metadata
 // istioctl reads (CLUSTER_ID, NAMESPACE, ISTIO_VERSION) and one generic
 // xDS config per type with istiod's status mapping.
-func clientConfigs(conns []serve.ConnInfo) ([]engine.Resource, error) {
+func clientConfigs(e *engine.Engine, conns []serve.ConnInfo) ([]engine.Resource, error) {
 	var out []engine.Resource
+	ecs := e.ConnsByID()
 	for i := range conns {
 		c := &conns[i]
 		if c.Debug {
 			continue
 		}
 		md := map[string]any{}
-		for k, v := range map[string]string{"CLUSTER_ID": c.Meta.ClusterID, "NAMESPACE": proxyNamespace(c), "ISTIO_VERSION": c.Meta.IstioVersion} {
+		for k, v := range map[string]string{"CLUSTER_ID": c.Meta.ClusterID, "NAMESPACE": proxyNamespace(ecs, c), "ISTIO_VERSION": c.Meta.IstioVersion} {
 			if v != "" {
 				md[k] = v
 			}
@@ -167,7 +166,7 @@ func clientConfigs(conns []serve.ConnInfo) ([]engine.Resource, error) {
 		if err != nil {
 			return nil, err
 		}
-		cc := &statusv3.ClientConfig{Node: &corev3.Node{Id: proxyID(c), Metadata: meta}}
+		cc := &statusv3.ClientConfig{Node: &corev3.Node{Id: proxyID(ecs, c), Metadata: meta}}
 		for j := range c.Types {
 			t := &c.Types[j]
 			if isDebugTypeURL(t.TypeURL) {
@@ -221,12 +220,19 @@ func anyResource(name, version string, m proto.Message) (engine.Resource, error)
 	return engine.Resource{Name: name, Version: version, Any: b}, nil
 }
 
-// xdsDebug answers istiod's debug types on the ADS stream (a
-// serve.DebugSource).
-func xdsDebug(x *serve.XDSServer, typeURL string, names []string) ([]engine.Resource, error) {
+// XDS answers istiod's debug types on the ADS stream
+// (serve.XDSOptions.Debug): istio.io/debug/syncz and
+// istio.io/debug/config_dump, regenerating a proxy's resources through e.
+func XDS(e *engine.Engine) serve.DebugSource {
+	return func(x *serve.XDSServer, typeURL string, names []string) ([]engine.Resource, error) {
+		return xdsDebug(e, x, typeURL, names)
+	}
+}
+
+func xdsDebug(e *engine.Engine, x *serve.XDSServer, typeURL string, names []string) ([]engine.Resource, error) {
 	switch typeURL {
 	case serve.TypeDebugSyncz:
-		return clientConfigs(x.Connections())
+		return clientConfigs(e, x.Connections())
 	case serve.TypeDebugConfigDump:
 		if len(names) != 1 {
 			return nil, fmt.Errorf("%s wants exactly one resource name, a proxy ID; got %d", typeURL, len(names))
@@ -235,7 +241,7 @@ func xdsDebug(x *serve.XDSServer, typeURL string, names []string) ([]engine.Reso
 		if !ok {
 			return nil, fmt.Errorf("config dump could not find connection for proxyID %q", names[0])
 		}
-		dump, err := configDump(c, false)
+		dump, err := configDump(e, c, false)
 		if err != nil {
 			return nil, err
 		}
@@ -251,22 +257,4 @@ func xdsDebug(x *serve.XDSServer, typeURL string, names []string) ([]engine.Reso
 		return out, nil
 	}
 	return nil, fmt.Errorf("unknown debug type %s (served: %s, %s)", typeURL, serve.TypeDebugSyncz, serve.TypeDebugConfigDump)
-}
-
-// controlPlaneID is sent as control_plane.identifier in every response, in
-// istiod's JSON shape (IstioControlPlaneInstance), so istioctl names the
-// replica that answered (its ISTIOD column) and proxies' config dumps show
-// which replica configured them. The ID is the pod name (POD_NAME) or the
-// host name.
-func controlPlaneID() string {
-	id := os.Getenv("POD_NAME")
-	if id == "" {
-		id, _ = os.Hostname()
-	}
-	b, _ := json.Marshal(map[string]any{
-		"Component": "pilotfish",
-		"ID":        id,
-		"Info":      map[string]string{"version": version},
-	})
-	return string(b)
 }

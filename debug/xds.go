@@ -1,4 +1,4 @@
-package main
+package debug
 
 import (
 	"encoding/json"
@@ -19,16 +19,19 @@ import (
 // /debug/keyz. They read serve's registry of live streams and regenerate a
 // proxy's resources through the engine; nothing here runs on a push path.
 
-// registerXDSDebug adds the per-proxy endpoints to the HTTP server.
-func registerXDSDebug(s *serve.HTTPServer, e *engine.Engine, x *serve.XDSServer) {
-	instance := controlPlaneName(controlPlaneID())
+// registerXDS adds the per-proxy endpoints to the HTTP server.
+func registerXDS(s *serve.HTTPServer, v Views) {
+	e, x := v.Engine, v.XDS
+	instance := ControlPlaneName(v.ControlPlaneID)
 	s.Handle("/debug/syncz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(istiodIDHeader, instance) // proxy-status's ISTIOD column
-		writeJSON(w, syncz(x.Connections(), r.URL.Query().Get("namespace")))
+		if instance != "" {
+			w.Header().Set(InstanceHeader, instance) // proxy-status's ISTIOD column
+		}
+		writeJSON(w, syncz(e, x.Connections(), r.URL.Query().Get("namespace")))
 	}))
-	s.Handle("/debug/connections", jsonHandler(func(*http.Request) any { return connectionsView(x.Connections()) }))
+	s.Handle("/debug/connections", jsonHandler(func(*http.Request) any { return connectionsView(e, x.Connections()) }))
 	s.Handle("/debug/config_dump", proxyHandler(x, func(w http.ResponseWriter, r *http.Request, c serve.ConnInfo) {
-		dump, err := configDump(c, r.URL.Query().Has("include_eds"))
+		dump, err := configDump(e, c, r.URL.Query().Has("include_eds"))
 		if err != nil {
 			http.Error(w, fmt.Sprintf("config dump of %s: %v", c.ID, err), http.StatusInternalServerError)
 			return
@@ -128,8 +131,9 @@ type ResourceStatus struct {
 	Status string `json:"status"`
 }
 
-// Type URLs istiod's SyncStatus has columns for.
-const typeExtensionConfig = "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+// TypeExtensionConfig is ECDS's type URL: istiod's SyncStatus has a
+// column for it (pilotfish serves no ECDS; the column reads IGNORED).
+const TypeExtensionConfig = "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
 
 // syncStatusOf is istioctl's reading of one type's state: ERROR after a
 // rejection, NOT SENT before any response, SYNCED when the last response
@@ -148,14 +152,15 @@ func syncStatusOf(t *serve.TypeStatus) string {
 
 // syncz renders the proxies' sync status, sorted by stream ID; namespace
 // filters by the proxies' namespace. Tools' debug streams are left out.
-func syncz(conns []serve.ConnInfo, namespace string) []SyncStatus {
+func syncz(e *engine.Engine, conns []serve.ConnInfo, namespace string) []SyncStatus {
 	out := []SyncStatus{}
+	ecs := e.ConnsByID()
 	for i := range conns {
 		c := &conns[i]
-		if c.Debug || (namespace != "" && proxyNamespace(c) != namespace) {
+		if c.Debug || (namespace != "" && proxyNamespace(ecs, c) != namespace) {
 			continue
 		}
-		s := SyncStatus{ProxyID: proxyID(c), ProxyType: proxyType(c), ClusterID: c.Meta.ClusterID, IstioVersion: c.Meta.IstioVersion,
+		s := SyncStatus{ProxyID: proxyID(ecs, c), ProxyType: proxyType(c), ClusterID: c.Meta.ClusterID, IstioVersion: c.Meta.IstioVersion,
 			Resources: map[string]ResourceStatus{}}
 		for j := range c.Types {
 			t := &c.Types[j]
@@ -173,7 +178,7 @@ func syncz(conns []serve.ConnInfo, namespace string) []SyncStatus {
 				s.RouteSent, s.RouteAcked = t.SentNonce, t.AckedNonce
 			case engine.TypeEndpoint:
 				s.EndpointSent, s.EndpointAcked = t.SentNonce, t.AckedNonce
-			case typeExtensionConfig:
+			case TypeExtensionConfig:
 				s.ExtensionConfigSent, s.ExtensionConfigAcked = t.SentNonce, t.AckedNonce
 			}
 		}
@@ -184,16 +189,18 @@ func syncz(conns []serve.ConnInfo, namespace string) []SyncStatus {
 
 func isDebugTypeURL(t string) bool { return strings.HasPrefix(t, serve.DebugTypePrefix) }
 
-// proxyID is istiod's proxy ID, "POD.NAMESPACE".
-func proxyID(c *serve.ConnInfo) string {
-	if ec, ok := c.Session.(*engine.Conn); ok {
+// proxyID is istiod's proxy ID, "POD.NAMESPACE", as the engine parsed it
+// from the node; the stream's ID for one the engine no longer holds (it
+// closed since the registry was read). ecs is Engine.ConnsByID.
+func proxyID(ecs map[string]*engine.Conn, c *serve.ConnInfo) string {
+	if ec, ok := ecs[c.ID]; ok {
 		return ec.Node().ID
 	}
 	return c.ID
 }
 
-func proxyNamespace(c *serve.ConnInfo) string {
-	if ec, ok := c.Session.(*engine.Conn); ok {
+func proxyNamespace(ecs map[string]*engine.Conn, c *serve.ConnInfo) string {
+	if ec, ok := ecs[c.ID]; ok {
 		return ec.Node().Namespace
 	}
 	return c.Meta.Namespace
@@ -230,11 +237,12 @@ type AdsClient struct {
 	Watches      map[string][]string `json:"watches,omitempty"`
 }
 
-func connectionsView(conns []serve.ConnInfo) AdsClients {
+func connectionsView(e *engine.Engine, conns []serve.ConnInfo) AdsClients {
 	out := AdsClients{Total: len(conns), Connected: []AdsClient{}}
+	ecs := e.ConnsByID()
 	for i := range conns {
 		c := &conns[i]
-		a := AdsClient{ConnectionID: c.ID, ProxyID: proxyID(c), NodeID: c.NodeID, ConnectedAt: c.ConnectedAt, PeerAddress: c.Peer,
+		a := AdsClient{ConnectionID: c.ID, ProxyID: proxyID(ecs, c), NodeID: c.NodeID, ConnectedAt: c.ConnectedAt, PeerAddress: c.Peer,
 			Stream: "sotw", Debug: c.Debug, Metadata: c.Meta, Types: []string{}}
 		if c.Delta {
 			a.Stream = "delta"

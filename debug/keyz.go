@@ -1,4 +1,4 @@
-package main
+package debug
 
 import (
 	"encoding/json"
@@ -45,9 +45,9 @@ type RecordedKey struct {
 // (a full type URL or cds, eds, lds, rds), limits the search to that type;
 // otherwise the proxy's subscribed types are tried in push order.
 func keyz(e *engine.Engine, c serve.ConnInfo, name, typeURL string) (*KeyzView, error) {
-	ec, ok := c.Session.(*engine.Conn)
+	ec, ok := e.Conn(c.ID)
 	if !ok {
-		return nil, fmt.Errorf("stream %s has no engine session", c.ID)
+		return nil, fmt.Errorf("stream %s has no engine connection (it just closed?)", c.ID)
 	}
 	types := []string{engine.TypeCluster, engine.TypeEndpoint, engine.TypeListener, engine.TypeRoute}
 	if typeURL != "" {

@@ -1,0 +1,52 @@
+package engine
+
+import "github.com/pilotfish-mesh/pilotfish/encode"
+
+// What cmd's wiring needs of the engine besides New, in engine's terms, so
+// that cmd names no index or encode type (it imports neither).
+
+// CacheCounters is what metrics read of a bytes cache: its per-kind
+// counters. The engine's cache (Engine.Cache) is one.
+type CacheCounters interface {
+	Stats() []encode.Stats
+}
+
+// IndexCounts are the sizes and versions of the current snapshot, for
+// metrics gauges.
+type IndexCounts struct {
+	Services, EndpointShards int
+	Version, ConfigVersion   uint64
+}
+
+// CountIndex reads idx's current snapshot's sizes and versions.
+func CountIndex(idx Index) IndexCounts {
+	s := idx.Snapshot()
+	return IndexCounts{Services: s.NumServices(), EndpointShards: s.NumEndpointShards(), Version: s.Version, ConfigVersion: s.ConfigVersion}
+}
+
+// MeshSettings are the mesh-wide settings a deployment chooses; the rest
+// of encode.Mesh keeps istiod's defaults. Empty fields keep the default.
+type MeshSettings struct {
+	// DomainSuffix is the cluster DNS domain (cluster.local).
+	DomainSuffix string
+	// ClusterID is stamped on endpoints of every source (Kubernetes).
+	ClusterID string
+	// TrustDomain is the SPIFFE trust domain of identities and SAN checks
+	// (cluster.local).
+	TrustDomain string
+}
+
+// Mesh builds the mesh for Options.Mesh from s.
+func (s MeshSettings) Mesh() *encode.Mesh {
+	m := encode.DefaultMesh()
+	if s.DomainSuffix != "" {
+		m.DomainSuffix = s.DomainSuffix
+	}
+	if s.ClusterID != "" {
+		m.ClusterID = s.ClusterID
+	}
+	if s.TrustDomain != "" {
+		m.TrustDomain = s.TrustDomain
+	}
+	return m
+}
