@@ -220,14 +220,15 @@ func (c *Conn) Acked(typeURL, version string) {
 	}
 }
 
-// Nacked records that the proxy rejected version of typeURL.
+// Nacked records that the proxy rejected version of typeURL. serve calls
+// it once per rejected response and logs the rejection itself, with the
+// client's message clipped, so it is not logged here again.
 func (c *Conn) Nacked(typeURL, version, message string) {
 	c.mu.Lock()
 	s := c.syncFor(typeURL)
 	s.Nacked, s.NackMessage = version, message
 	c.mu.Unlock()
 	c.e.metrics.Rejected(typeURL)
-	c.e.log.Warn("proxy rejected config", "proxy", c.id, "type", typeURL, "version", version, "error", message)
 }
 
 // Sent records what serve sent; serve calls it after each response.
