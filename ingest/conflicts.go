@@ -78,6 +78,13 @@ func conflictError(k ObjectKey, loser, winner Position) error {
 		Message: "also defined at " + winner.String() + ", which is used (the first definition in path order wins)"}
 }
 
+// shadowError reports the directory's definition at pos of an object the
+// API server defines too (precedence.go).
+func shadowError(k ObjectKey, pos Position) error {
+	return &Error{Pos: pos, Kind: k.Kind.String(), Namespace: k.Namespace, Name: k.Name, cause: ErrInvalid,
+		Message: "also defined by the Kubernetes API server, whose definition is used (the API server's wins over the config directory's)"}
+}
+
 // errorObjectKey is the object an error names, if it names one of a kind
 // pilotfish reads.
 func errorObjectKey(err error) (ObjectKey, bool) {

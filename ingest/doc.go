@@ -3,7 +3,9 @@
 // JSON manifests, the embedded default) and the Kubernetes source
 // (client-go informers on an API server: Services, EndpointSlices, Pods,
 // Namespaces, Nodes for locality, and the Istio kinds once their CRDs are
-// served). Both may feed one index.Writer, each through its own Converter.
+// served). Both may feed one index.Writer, each through its own Converter;
+// a Precedence shared by the two makes the API server's definition of an
+// object win over the directory's (precedence.go).
 // Informer caches hold transformed objects cut down to what the converter
 // reads (kube_transform.go); which annotations that is, for both sources,
 // is decided in one place (readAnnotations, convert_meta.go), and a config
@@ -37,7 +39,15 @@
 //     Kubernetes' limits (limits.go). Reads happen outside the lock Errors
 //     takes.
 //   - Which file's definition of an object is served is a function of the
-//     directory's contents only, never of the order files were read in.
+//     directory's contents only, never of the order files were read in;
+//     whether the API server's is served instead is a function of what it
+//     defines, never of which source applied first. At most one source's
+//     Converter holds an object's rows, and an object changes hands within
+//     one batch.
+//   - With both sources, a KubeSource batch waits for the FileSource only
+//     when it has an object the directory defines (or a Node changed);
+//     endpoint events of objects only the API server defines take one
+//     uncontended lock per batch and a map lookup per object.
 //   - A kind pilotfish does not read is never dropped silently when its API
 //     group is one pilotfish knows (kinds_unknown.go): an error, or a
 //     warning (ErrIgnored) for real mesh config it does not implement.

@@ -32,6 +32,10 @@ type FileSourceOptions struct {
 	// in case the platform dropped a watch event; 0 means 30s, <0 disables.
 	Resync time.Duration
 	Logger *slog.Logger
+	// Precedence, shared with a KubeSource writing to the same Writer,
+	// makes the API server's definition of an object win over the
+	// directory's (precedence.go); nil when this is the only source.
+	Precedence *Precedence
 }
 
 // FileSource applies a directory of manifests to the index and keeps it
@@ -39,12 +43,14 @@ type FileSourceOptions struct {
 // objects. Invalid objects are reported and skipped; the last good version
 // of each is kept, and a file that cannot be read or parsed keeps all of its
 // objects. When several files define one object, the first in path order
-// wins (conflicts.go), whatever order they were read in.
+// wins (conflicts.go), whatever order they were read in; when an API
+// server defines it too, the API server's definition wins (precedence.go).
 //
 // A Sync walks and reads files holding only syncMu; Errors takes only mu,
 // which a Sync holds just to publish its result, so a slow or stuck read
 // never stalls /debug/config_errors (and nothing it reads can block: see
-// readManifest).
+// readManifest). A KubeSource sharing a Precedence takes syncMu too, to
+// settle the objects both define with this source's state.
 type FileSource struct {
 	opts   FileSourceOptions
 	w      *index.Writer
@@ -62,6 +68,15 @@ type FileSource struct {
 	applied map[ObjectKey]appliedObject // guarded by syncMu
 	// conflicts: the objects more than one file defines.
 	conflicts map[ObjectKey]bool // guarded by syncMu
+	// shadowed: the objects the directory defines whose API server
+	// definition is served instead (precedence.go).
+	shadowed map[ObjectKey]bool // guarded by syncMu
+	// released: objects no file defines any more, to give up once the
+	// batch that removed them is applied (Precedence.releaseLocked).
+	released []ObjectKey // guarded by syncMu
+	// wantSync asks Run for a sync soon: a file the KubeSource re-read on
+	// its behalf was mid-write (buffered, 1).
+	wantSync chan struct{}
 
 	mu   sync.Mutex
 	errs []error // guarded by mu: every current problem, sorted by file and line
@@ -109,7 +124,7 @@ func NewFileSource(w *index.Writer, opts FileSourceOptions) *FileSource {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &FileSource{
+	s := &FileSource{
 		opts:    opts,
 		w:       w,
 		conv:    NewConverter(w, opts.DomainSuffix),
@@ -119,7 +134,13 @@ func NewFileSource(w *index.Writer, opts FileSourceOptions) *FileSource {
 		applied: map[ObjectKey]appliedObject{},
 
 		conflicts: map[ObjectKey]bool{},
+		shadowed:  map[ObjectKey]bool{},
+		wantSync:  make(chan struct{}, 1),
 	}
+	if opts.Precedence != nil {
+		opts.Precedence.file = s
+	}
+	return s
 }
 
 // Synced reports whether the first full read has been applied.
@@ -196,6 +217,8 @@ func (s *FileSource) Run(ctx context.Context) error {
 			s.log.Warn("file watch error; resyncing", "err", err)
 			eventsLost = true
 			debounce.Reset(s.opts.Debounce)
+		case <-s.wantSync:
+			debounce.Reset(s.opts.Debounce)
 		case <-resync:
 			s.syncAndLog(debounce, false)
 		case <-debounce.C:
@@ -217,6 +240,14 @@ func (s *FileSource) syncAndLog(debounce *time.Timer, quiet bool) {
 	if !cs.Empty() {
 		s.log.Info("config applied", "version", cs.Version, "services", len(cs.Services),
 			"endpoints", len(cs.Endpoints), "workloads", len(cs.Workloads))
+	}
+}
+
+// kick asks Run for a sync one debounce interval from now.
+func (s *FileSource) kick() {
+	select {
+	case s.wantSync <- struct{}{}:
+	default:
 	}
 }
 

@@ -69,13 +69,24 @@ func (s *FileSource) sync(quiet bool) (cs *index.ChangeSet, recheck bool, err er
 		recheck = s.readLocked(&b, e.path, false, touched) || recheck
 	}
 
-	// Settle every touched object. A file whose object it now defines but
-	// whose definition is not in the index is read again (each file once
-	// per sync; one that still fails is left for the next sync).
+	recheck = s.settleLocked(&b, touched, read) || recheck
+	s.publishLocked()
+	cs = s.w.Apply(&b)
+	s.releaseLocked()
+	s.synced.Store(true)
+	return cs, recheck, nil
+}
+
+// settleLocked settles every touched object. A file whose object it now
+// defines but whose definition is not in the index is read again (each
+// file once per sync, read naming those read already; one that still
+// fails is left for the next sync). It reports whether a sync is needed
+// soon.
+func (s *FileSource) settleLocked(b *index.Batch, touched map[ObjectKey]bool, read map[string]bool) (recheck bool) {
 	for len(touched) > 0 {
 		var again []string
 		for k := range touched {
-			switch file := s.resolveLocked(&b, k, nil); {
+			switch file := s.resolveLocked(b, k, nil); {
 			case file == "" || slices.Contains(again, file):
 			case read[file]:
 				recheck = true // it changed again since: the next sync settles k
@@ -87,13 +98,17 @@ func (s *FileSource) sync(quiet bool) (cs *index.ChangeSet, recheck bool, err er
 		slices.SortFunc(again, comparePaths)
 		for _, path := range again {
 			read[path] = true
-			recheck = s.readLocked(&b, path, true, touched) || recheck
+			recheck = s.readLocked(b, path, true, touched) || recheck
 		}
 	}
-	s.publishLocked()
-	cs = s.w.Apply(&b)
-	s.synced.Store(true)
-	return cs, recheck, nil
+	return recheck
+}
+
+// releaseLocked tells the Precedence which objects no file defines any
+// more, now that the batch removing them is applied.
+func (s *FileSource) releaseLocked() {
+	s.opts.Precedence.releaseLocked(s.released, func(k ObjectKey) bool { return len(s.claims[k]) > 0 })
+	s.released = s.released[:0]
 }
 
 func underAny(path string, dirs []string) bool {
@@ -221,6 +236,9 @@ func (s *FileSource) removeFileLocked(path string, touched map[ObjectKey]bool) {
 
 func (s *FileSource) claimLocked(k ObjectKey, path string) {
 	files := s.claims[k]
+	if len(files) == 0 {
+		s.opts.Precedence.claimLocked(k)
+	}
 	i, found := slices.BinarySearchFunc(files, path, comparePaths)
 	if !found {
 		files = slices.Insert(files, i, path)
@@ -241,6 +259,9 @@ func (s *FileSource) unclaimLocked(k ObjectKey, path string) {
 	}
 	if len(files) == 0 {
 		delete(s.claims, k)
+		if s.opts.Precedence != nil {
+			s.released = append(s.released, k)
+		}
 		return
 	}
 	s.claims[k] = files
@@ -249,13 +270,15 @@ func (s *FileSource) unclaimLocked(k ObjectKey, path string) {
 // resolveLocked makes the index hold k's definition: the first file's
 // version if it is valid, its last good version (already in the index) if
 // it is not, nothing if no file defines k or the definition is invalid and
-// has no good version. obj, when not nil, is the first file's decoded
-// object. It returns the file to read when the definition's object is
-// needed and not at hand.
+// has no good version; nothing of the directory's if the API server
+// defines k (precedence.go). obj, when not nil, is the first file's
+// decoded object. It returns the file to read when the definition's object
+// is needed and not at hand.
 func (s *FileSource) resolveLocked(b *index.Batch, k ObjectKey, obj *Object) (needRead string) {
 	cur, has := s.applied[k]
 	files := s.claims[k]
 	if len(files) == 0 {
+		delete(s.shadowed, k)
 		if has {
 			s.conv.Delete(b, k)
 			delete(s.applied, k)
@@ -263,6 +286,18 @@ func (s *FileSource) resolveLocked(b *index.Batch, k ObjectKey, obj *Object) (ne
 		return ""
 	}
 	first := files[0]
+	if s.opts.Precedence.kubeDefinesLocked(k) {
+		// The API server's version is served. If the index still holds
+		// this source's (the API server's is not applied yet), the
+		// KubeSource replaces it when it applies k.
+		s.shadowLocked(k, first)
+		return ""
+	}
+	if s.shadowed[k] {
+		delete(s.shadowed, k)
+		s.log.Info("the API server no longer defines the object; the directory's definition is used",
+			"object", k.String(), "file", s.displayPath(first))
+	}
 	def := s.files[first].defs[k]
 	switch {
 	case def.hash == 0:
@@ -284,6 +319,35 @@ func (s *FileSource) resolveLocked(b *index.Batch, k ObjectKey, obj *Object) (ne
 	return ""
 }
 
+// shadowLocked records that the API server's definition of k is served
+// instead of the one in file (logged once, reported by Errors).
+func (s *FileSource) shadowLocked(k ObjectKey, file string) {
+	if !s.shadowed[k] {
+		s.shadowed[k] = true
+		s.log.Info("the API server defines the object too; its definition is used",
+			"object", k.String(), "file", s.displayPath(file))
+	}
+}
+
+// yieldLocked gives k up to the API server's definition: the KubeSource
+// puts it in the same batch, b.
+func (s *FileSource) yieldLocked(b *index.Batch, k ObjectKey) {
+	if _, has := s.applied[k]; has {
+		s.conv.Delete(b, k)
+		delete(s.applied, k)
+	}
+	if files := s.claims[k]; len(files) > 0 {
+		s.shadowLocked(k, files[0])
+	}
+}
+
+// takeOverLocked applies the directory's definition of k into b, now that
+// the KubeSource removed the API server's in b: the defining file is
+// read again. It reports whether a sync is needed soon.
+func (s *FileSource) takeOverLocked(b *index.Batch, k ObjectKey) (recheck bool) {
+	return s.settleLocked(b, map[ObjectKey]bool{k: true}, map[string]bool{})
+}
+
 // publishLocked makes the files' problems and the conflicts what Errors
 // returns.
 func (s *FileSource) publishLocked() {
@@ -300,6 +364,13 @@ func (s *FileSource) publishLocked() {
 		for _, f := range files[1:] {
 			errs = append(errs, conflictError(k, at(f), first))
 		}
+	}
+	for k := range s.shadowed {
+		if len(s.claims[k]) == 0 {
+			continue // not reached: resolveLocked drops it first
+		}
+		f := s.claims[k][0]
+		errs = append(errs, shadowError(k, Position{File: s.displayPath(f), Line: s.files[f].defs[k].line}))
 	}
 	sortErrors(errs)
 	s.mu.Lock()

@@ -41,6 +41,10 @@ type KubeSourceOptions struct {
 	// It needs get, list and watch on secrets cluster-wide; only the
 	// credential keys of each are kept.
 	Secrets bool
+	// Precedence, shared with a FileSource writing to the same Writer,
+	// makes the API server's definition of an object win over the
+	// directory's (precedence.go); nil when this is the only source.
+	Precedence *Precedence
 }
 
 // KubeSource applies the objects of a Kubernetes API server to the index
@@ -55,12 +59,19 @@ type KubeSourceOptions struct {
 // the informers replay what changed, including deletions they only notice
 // on relist (cache.DeletedFinalStateUnknown).
 type KubeSource struct {
-	opts   KubeSourceOptions
-	w      *index.Writer
-	conv   *Converter // used by the run goroutine only
+	opts KubeSourceOptions
+	w    *index.Writer
+	// conv is used by the run goroutine only; with a Precedence, it changes
+	// only while the goroutine holds Precedence.mu or the FileSource's
+	// syncMu (precedence.go), and others may read it holding both.
+	conv   *Converter
 	log    *slog.Logger
 	synced atomic.Bool
 	wake   chan struct{} // an event is pending (buffered, 1)
+	// shared: this flush holds the FileSource's syncMu and settles the
+	// objects the directory also defines (run goroutine only).
+	shared       bool
+	recheckFiles bool // a shared flush re-read a file that must be read again soon
 
 	mu      sync.Mutex         // guards the fields below
 	pending map[ObjectKey]any  // key → latest cached object, nil once deleted
@@ -94,7 +105,7 @@ func NewKubeSource(w *index.Writer, opts KubeSourceOptions) *KubeSource {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &KubeSource{
+	s := &KubeSource{
 		opts:    opts,
 		w:       w,
 		conv:    NewConverter(w, opts.DomainSuffix),
@@ -105,6 +116,10 @@ func NewKubeSource(w *index.Writer, opts KubeSourceOptions) *KubeSource {
 		errs:    map[ObjectKey][]error{},
 		running: map[Kind]*kubeWatch{},
 	}
+	if opts.Precedence != nil {
+		opts.Precedence.kube = s
+	}
+	return s
 }
 
 // Synced reports whether the initial lists of every kind watched at start
@@ -235,6 +250,9 @@ func (s *KubeSource) stop(kind Kind) {
 	}
 	for k := range s.errs {
 		if k.Kind == kind {
+			// An invalid object produced no rows but still defined k
+			// (precedence.go): its deletion hands k to the directory.
+			s.pending[k] = nil
 			delete(s.errs, k)
 		}
 	}
@@ -346,6 +364,9 @@ func (s *KubeSource) flush() *index.ChangeSet {
 	s.pending, s.nodes = make(map[ObjectKey]any, len(pending)/4), map[string]*string{}
 	s.mu.Unlock()
 
+	shared := s.opts.Precedence.lockForKube(pending, len(nodes) > 0)
+	defer s.opts.Precedence.unlockKube(shared)
+	s.shared = shared
 	var b index.Batch
 	// Nodes first: the Pods and EndpointSlices of this batch read their
 	// locality.
@@ -370,7 +391,12 @@ func (s *KubeSource) flush() *index.ChangeSet {
 	if len(moved) > 0 {
 		s.reputOnNodes(&b, moved, pending)
 	}
-	return s.w.Apply(&b)
+	cs := s.w.Apply(&b)
+	if shared {
+		s.opts.Precedence.kubeApplied(s.recheckFiles)
+		s.shared, s.recheckFiles = false, false
+	}
+	return cs
 }
 
 func compareKeys(a, b ObjectKey) int {
@@ -383,8 +409,20 @@ func compareKeys(a, b ObjectKey) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// apply converts one object's latest state (nil: deleted) into b.
+// apply converts one object's latest state (nil: deleted) into b; in a
+// shared flush, an object the directory also defines is settled with it.
 func (s *KubeSource) apply(b *index.Batch, k ObjectKey, obj any) {
+	if p := s.opts.Precedence; s.shared && p.definedLocked(k) {
+		if p.applyShared(b, k, obj, s.applyOwn) {
+			s.recheckFiles = true
+		}
+		return
+	}
+	s.applyOwn(b, k, obj)
+}
+
+// applyOwn converts one object's latest state (nil: deleted) into b.
+func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
 	if obj == nil {
 		s.conv.Delete(b, k)
 		s.setErrs(k, nil)
@@ -461,6 +499,27 @@ func (s *KubeSource) view(w *kubeWatch, obj any) any {
 		return out
 	}
 	return obj
+}
+
+// defines reports whether the API server defines k: its informer holds k
+// (valid or not), or the index still holds this source's version of it (a
+// deletion not applied yet). Precedence says who may call it.
+func (s *KubeSource) defines(k ObjectKey) bool {
+	if s.conv.Known(k) {
+		return true
+	}
+	s.mu.Lock()
+	w := s.running[k.Kind]
+	s.mu.Unlock()
+	if w == nil || k.Kind == KindUnknown || w.stopped.Load() {
+		return false
+	}
+	key := k.Name
+	if k.Namespace != "" {
+		key = k.Namespace + "/" + k.Name
+	}
+	_, ok, _ := w.informer.GetStore().GetByKey(key)
+	return ok
 }
 
 func hasKey(m map[ObjectKey]any, k ObjectKey) bool {

@@ -45,9 +45,9 @@ type kubeServer struct {
 	stop       func()
 }
 
-func startKubeServe(t *testing.T, kubeconfig string) *kubeServer {
+func startKubeServe(t *testing.T, kubeconfig string, opts ...func(*serveOptions)) *kubeServer {
 	t.Helper()
-	ks := startKubeServeUnready(t, kubeconfig)
+	ks := startKubeServeUnready(t, kubeconfig, opts...)
 	eventually(t, "ready", func() string {
 		if code, _ := get(t, ks.http+"/ready"); code != 200 {
 			return fmt.Sprintf("/ready = %d", code)
@@ -57,8 +57,9 @@ func startKubeServe(t *testing.T, kubeconfig string) *kubeServer {
 	return ks
 }
 
-// startKubeServeUnready starts the replica without waiting for its sync.
-func startKubeServeUnready(t *testing.T, kubeconfig string) *kubeServer {
+// startKubeServeUnready starts the replica without waiting for its sync;
+// opts change its options (a test adds --config-dir).
+func startKubeServeUnready(t *testing.T, kubeconfig string, opts ...func(*serveOptions)) *kubeServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan started, 1)
@@ -67,6 +68,9 @@ func startKubeServeUnready(t *testing.T, kubeconfig string) *kubeServer {
 		logLevel: "error", debounceAfter: 10 * time.Millisecond, debounceMax: time.Second, enableEDSDebounce: true,
 		pushThrottle: 100, shutdownGrace: time.Second,
 		kube: kubeOptions{kubeconfig: kubeconfig, clusterID: kubeClusterID, discoveryInterval: 200 * time.Millisecond}}
+	for _, opt := range opts {
+		opt(o)
+	}
 	go func() { done <- runServe(ctx, o, func(s started) { addrs <- s }) }()
 	var s started
 	select {

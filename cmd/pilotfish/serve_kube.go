@@ -73,7 +73,8 @@ func (o *kubeOptions) restConfig(configDir string) (*rest.Config, error) {
 
 // configSources are the sources serve reads: the file source, the
 // Kubernetes source, or both, writing to one index (its writer serializes
-// Apply), each with its own converter.
+// Apply), each with its own converter; with both, an ingest.Precedence
+// makes the API server's definition of an object win.
 type configSources struct {
 	// index is what they write, as the engine reads it.
 	index engine.Index
@@ -86,17 +87,23 @@ type configSources struct {
 func newSources(o *serveOptions, log *slog.Logger) (*configSources, error) {
 	w := ingest.NewIndexWriter()
 	s := &configSources{index: w}
+	cfg, err := o.kube.restConfig(o.configDir)
+	if err != nil {
+		return nil, err
+	}
+	// With both, the API server's definition of an object wins over the
+	// directory's.
+	var prec *ingest.Precedence
+	if o.configDir != "" && cfg != nil {
+		prec = ingest.NewPrecedence()
+	}
 	if o.configDir != "" {
 		if fi, err := os.Stat(o.configDir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("--config-dir %q: not a readable directory", o.configDir)
 		}
 		s.file = ingest.NewFileSource(w, ingest.FileSourceOptions{
-			Dir: o.configDir, DomainSuffix: o.domain, Logger: log, Resync: resyncOption(o.resync),
+			Dir: o.configDir, DomainSuffix: o.domain, Logger: log, Resync: resyncOption(o.resync), Precedence: prec,
 		})
-	}
-	cfg, err := o.kube.restConfig(o.configDir)
-	if err != nil {
-		return nil, err
 	}
 	if cfg != nil {
 		client, err := kubernetes.NewForConfig(cfg)
@@ -112,6 +119,7 @@ func newSources(o *serveOptions, log *slog.Logger) (*configSources, error) {
 			Client: client, Istio: istio, DomainSuffix: o.domain,
 			DiscoveryInterval: o.kube.discoveryInterval,
 			Secrets:           o.kube.watchSecrets,
+			Precedence:        prec,
 			Logger:            log.With("cluster", o.kube.clusterID, "api-server", cfg.Host),
 		})
 	}
