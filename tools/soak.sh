@@ -120,7 +120,7 @@ kill $SAMPLER 2>/dev/null || true
 # (goroutines at least the count at full config; loadgen closes its streams
 # when it stops).
 g0=$(grep '^start' "$OUT/samples.txt" | sed 's/.*goroutines=\([0-9]*\).*/\1/')
-end=$(awk -v g0="${g0:-0}" '$1 == "sample" { split($3, a, "="); if (a[2] + 0 >= g0) last = $0 } END { print last }' "$OUT/samples.txt")
+end=$(awk -v g0="${g0:-0}" '$1 == "sample" { split($3, a, "="); if (a[2] + 0 >= 0.99 * g0) last = $0 } END { print last }' "$OUT/samples.txt")
 
 echo "load after: $(uptime)"
 echo "server at full config: $(grep '^start' "$OUT/samples.txt" | cut -d' ' -f3-)"
@@ -129,10 +129,16 @@ jq -r '"proxies with full config: \(.full_config)/\(.proxies); time to full conf
   "changes: \(.changes | length), converged on every proxy: \([.changes[] | select(.not_converged == 0 and .converged > 0)] | length)",
   "convergence p99 per change: median \([.changes[] | .convergence.p99_ms] | sort | .[length/2|floor] | floor) ms, max \([.changes[] | .convergence.p99_ms] | max | floor) ms"' \
 	"$OUT/loadgen.json"
-# Heap after GC against time over the samples taken while connected: the
-# least-squares slope in MiB per minute.
-awk -v g0="${g0:-0}" '$1 == "sample" { split($3, g, "="); if (g[2] + 0 < g0) next; split($4, h, "=");
-	x = ($2 - t0) / 60; if (n == 0) { t0 = $2; x = 0 } n++; sx += x; sy += h[2]; sxx += x * x; sxy += x * h[2]; if (n == 1) first = h[2]; last = h[2] }
-	END { if (n < 2) { print "heap slope: too few samples"; exit } d = n * sxx - sx * sx;
-	printf "heap after GC over %d samples: %.1f -> %.1f MiB, slope %.3f MiB/min\n", n, first, last, (d ? (n * sxy - sx * sy) / d : 0) }' "$OUT/samples.txt"
+# Heap after GC against time over the samples taken while connected
+# (goroutines within 1% of the count at full config): the least-squares
+# slope in MiB per minute, and the lowest sample of the first and of the
+# last third (a push in flight holds buffers, so single samples are noisy;
+# the floor is the live heap).
+awk -v g0="${g0:-0}" 'BEGIN { n = 0 } $1 == "sample" { split($3, g, "="); if (g[2] + 0 < 0.99 * g0) next; split($4, h, "=");
+	if (n == 0) t0 = $2; t[n] = ($2 - t0) / 60; y[n] = h[2]; n++ }
+	END { if (n < 3) { print "heap slope: too few samples"; exit }
+	for (i = 0; i < n; i++) { sx += t[i]; sy += y[i]; sxx += t[i] * t[i]; sxy += t[i] * y[i] }
+	d = n * sxx - sx * sx; k = int(n / 3); lo1 = y[0]; lo3 = y[n - 1]
+	for (i = 0; i < k; i++) { if (y[i] < lo1) lo1 = y[i]; if (y[n - 1 - i] < lo3) lo3 = y[n - 1 - i] }
+	printf "heap after GC over %d samples in %.1f min: slope %.3f MiB/min; floor %.1f MiB in the first third, %.1f MiB in the last\n", n, t[n - 1], (d ? (n * sxy - sx * sy) / d : 0), lo1, lo3 }' "$OUT/samples.txt"
 echo "details: $OUT (samples.txt, loadgen.json, loadgen.txt, serve.log)"
