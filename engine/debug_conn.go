@@ -17,15 +17,11 @@ import (
 // key inside rec, do not keep it).
 func (c *Conn) Resources(typeURL string, names []string, wildcard bool, rec encode.Recorder) ([]Resource, error) {
 	sc := c.class.scope(c.e)
-	b, ok := builders[typeURL]
-	if !ok {
-		return nil, ErrUnknownType
-	}
 	cache := c.e.cache
 	if rec != nil {
 		cache = cache.Recording(rec)
 	}
-	return b(sc, c.e.mesh, cache, names, wildcard, nil)
+	return build(typeURL, sc, c.e.mesh, cache, names, wildcard, nil)
 }
 
 // ConnectedAt is when the proxy connected.

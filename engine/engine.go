@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/rules"
 )
 
 // Options configure the engine. Zero values take istiod's defaults.
@@ -63,11 +63,12 @@ type Engine struct {
 	// as last pushed (see clusterFactsChanged). Run loop only.
 	cdsDigests map[index.ServiceKey]uint64
 
-	flippedOnce sync.Once
-	flipped     *encode.Mesh // mesh with OutboundAllowAny inverted (meshFlipped)
+	// meshes: the mesh and its flipped variant (a Sidecar's outbound
+	// traffic policy picks one).
+	meshes rules.Meshes
 
-	// views hands out the derived state of each config version (view.go).
-	views views
+	// views hands out the derived state of each config version (rules/view.go).
+	views rules.Views
 }
 
 // New returns an engine reading idx. Call Run to start pushing.
@@ -101,8 +102,9 @@ func New(idx Index, opts Options) *Engine {
 		classes:    map[classKey]*class{},
 		conns:      map[*Conn]struct{}{},
 		cdsDigests: map[index.ServiceKey]uint64{},
+		meshes:     rules.NewMeshes(opts.Mesh),
 	}
-	e.views.verify = opts.Cache.Verifying()
+	e.views.Verify = opts.Cache.Verifying()
 	e.changes.init()
 	e.recordClusterFacts(idx.Snapshot())
 	idx.Subscribe(e.changes.add)
@@ -122,7 +124,7 @@ func (e *Engine) Connect(ctx context.Context, n *corev3.Node, peer string) (*Con
 		return nil, err
 	}
 	snap := e.idx.Snapshot()
-	key := classKey{class: e.classOf(snap, node), instances: instancesKey(snap, computeInstances(snap, node))}
+	key := classKey{class: e.classOf(snap, node), instances: rules.InstancesKey(snap, rules.ComputeInstances(snap, node))}
 	c := &Conn{
 		e:         e,
 		id:        node.ID + "-" + strconv.FormatUint(e.nextID.Add(1), 10),
@@ -181,23 +183,32 @@ func (e *Engine) NumClasses() int {
 	return len(e.classes)
 }
 
-// generate dispatches to the generator of typeURL.
-func (e *Engine) generate(sc *Scope, cache *encode.Cache, typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
-	if typeURL == TypeListener && sc.Class.Type == encode.ProxyRouter {
-		return buildGatewayListeners(sc, e.meshFor(sc), cache, names, wildcard, dst)
-	}
+// generate dispatches to the builder of typeURL. A Secret a proxy asks
+// for and does not get is logged (buildSecrets).
+func (e *Engine) generate(sc *rules.Scope, cache *encode.Cache, typeURL string, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	if typeURL == TypeSecret {
-		return e.buildSecrets(sc, names, dst) // logs what it leaves out (build_sds.go)
+		return e.buildSecrets(sc, names, dst)
 	}
-	b, ok := builders[typeURL]
-	if !ok {
-		return dst, fmt.Errorf("%w: %s", ErrUnknownType, typeURL)
-	}
-	return b(sc, e.meshFor(sc), cache, names, wildcard, dst)
+	return build(typeURL, sc, e.meshes.For(sc), cache, names, wildcard, dst)
 }
 
-// builder is the signature of the per-type generators in build_*.go.
-type builder func(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error)
+// build is rules.Build, the builders' table; a test wraps it to watch or
+// slow a type's builds.
+var build = rules.Build
+
+// classOf is the class of node in snap, with the mesh's root namespace.
+func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
+	return rules.ClassOf(snap, e.mesh.RootNamespace, node)
+}
+
+// buildSecrets is the Secret builder for a proxy's request: a credential
+// left out is logged at debug level by name and reason (the reasons name
+// Secrets and keys, never material).
+func (e *Engine) buildSecrets(sc *rules.Scope, names []string, dst []Resource) ([]Resource, error) {
+	return rules.SecretsFor(sc, e.cache, names, dst, func(name string, err error) {
+		e.log.Debug("sds: credential not served", "namespace", sc.Class.Namespace, "resource", name, "reason", err)
+	})
+}
 
 // classKey groups proxies that get identical config.
 type classKey struct {
@@ -212,10 +223,10 @@ type class struct {
 	node  *Node              // a representative node (identity fields are equal across the class)
 	conns map[*Conn]struct{} // guarded by Engine.mu
 	mu    sync.Mutex         // serializes scope rebuilds
-	sc    atomic.Pointer[Scope]
+	sc    atomic.Pointer[rules.Scope]
 	// pushed is the scope the class's last full push was decided on (run
 	// loop only; see scopedTargets).
-	pushed atomic.Pointer[Scope]
+	pushed atomic.Pointer[rules.Scope]
 	// repush: connections reclassify moved in hold config pushed does not
 	// describe (run loop only; see settleMoves).
 	repush bool
@@ -225,7 +236,7 @@ type class struct {
 }
 
 // scope returns the class's scope in the current snapshot.
-func (cl *class) scope(e *Engine) *Scope {
+func (cl *class) scope(e *Engine) *rules.Scope {
 	snap := e.idx.Snapshot()
 	if s := cl.sc.Load(); s != nil && s.Snapshot == snap {
 		return s
@@ -236,15 +247,15 @@ func (cl *class) scope(e *Engine) *Scope {
 		return s
 	}
 	prev := cl.sc.Load()
-	var s *Scope
+	var s *rules.Scope
 	if prev != nil && prev.Snapshot.ConfigVersion == snap.ConfigVersion {
 		// Only endpoints changed: the visible services are the same rows.
 		cp := *prev
 		cp.Snapshot = snap
 		s = &cp
 	} else {
-		s = newScopeIn(e.views.of(snap), snap, &cl.key.class)
-		s.Instances = computeInstances(snap, cl.node)
+		s = rules.NewScopeIn(e.views.Of(snap), snap, &cl.key.class)
+		s.Instances = rules.ComputeInstances(snap, cl.node)
 	}
 	cl.sc.Store(s)
 	return s

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/rules"
 )
 
 func sidecarNode(t testing.TB, ip, pod, ns string) *corev3.Node {
@@ -242,11 +243,14 @@ func TestThrottleBoundsConcurrentPushes(t *testing.T) {
 func TestGRPCFastPathFollowsNamedSubscriptions(t *testing.T) {
 	m := newTestMesh(t)
 	e := New(m.w, Options{DebounceAfter: 5 * time.Millisecond})
-	saved := builders[TypeEndpoint]
-	builders[TypeEndpoint] = func(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
-		return dst, nil
+	saved := build
+	build = func(typeURL string, sc *rules.Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+		if typeURL == TypeEndpoint {
+			return dst, nil
+		}
+		return saved(typeURL, sc, mesh, cache, names, wildcard, dst)
 	}
-	defer func() { builders[TypeEndpoint] = saved }()
+	defer func() { build = saved }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go e.Run(ctx)

@@ -5,6 +5,21 @@ import (
 	"strings"
 )
 
+// Push tells one connection what to resend. Pushes to the same connection
+// merge while they wait.
+type Push struct {
+	// Full means any subscribed type may have changed.
+	Full bool
+	// Types lists the type URLs to resend when Full is false.
+	Types []string
+	// Endpoints, when only EDS is pushed, names the clusters whose
+	// ClusterLoadAssignments changed (the endpoint fast path); nil means all
+	// subscribed ones.
+	Endpoints []string
+	// Reason is a short label for metrics and logs ("config", "endpoint", ...).
+	Reason string
+}
+
 // Merge returns the push that covers both p and o, for a connection that had
 // p pending when o arrived. Neither input is modified: their slices may be
 // shared with other connections' pushes.

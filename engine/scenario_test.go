@@ -20,12 +20,12 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
+func (et *engineTarget) Mesh() *scenario.Mesh { return et.m }
+
 type engineTarget struct {
 	m *scenario.Mesh
 	e *Engine
 }
-
-func (et *engineTarget) Mesh() *scenario.Mesh { return et.m }
 
 func (et *engineTarget) Connect(t testing.TB, node *corev3.Node) scenario.Fetcher {
 	c, err := et.e.Connect(context.Background(), node, "")

@@ -1,14 +1,13 @@
 package engine
 
 import (
-	"strings"
-
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/rules"
 )
 
 // scopedChanges is a full change described by keys a scope can rule out
-// (security policies by namespace and selector, scope_policy.go):
+// (security policies by namespace and selector, rules/scope_policy.go):
 // a class none of whose scopes (before and after) holds one of them gets no
 // push. This is what makes Sidecar scoping a performance feature: a proxy
 // limited to its namespace is not pushed to, and generates nothing, when
@@ -63,66 +62,32 @@ func (s *scopedChanges) add(cs *index.ChangeSet, hadFull bool) *scopedChanges {
 
 // affects reports whether a full change may alter what a class's proxies
 // receive, given its scope at the last push (prev, nil if none) and now.
-func (s *scopedChanges) affects(prev, cur *Scope, rootNS string) bool {
+func (s *scopedChanges) affects(prev, cur *rules.Scope, rootNS string) bool {
 	if s == nil || prev == nil {
 		return true
 	}
-	for _, sc := range [2]*Scope{prev, cur} {
+	for _, sc := range [2]*rules.Scope{prev, cur} {
 		for k := range s.services {
-			if sc.holdsService(k) {
+			if sc.HoldsService(k) {
 				return true
 			}
 		}
 		for c := range s.configs {
 			if c.kind == index.ConfigSidecar {
-				if sc.holdsSidecar(c.key) { // sidecar.go
+				if sc.HoldsSidecar(c.key) { // rules/sidecar.go
 					return true
 				}
 				continue
 			}
-			if isSecurityKind(c.kind) {
-				if sc.holdsPolicy(c.kind, c.key, rootNS) {
+			if rules.IsSecurityKind(c.kind) {
+				if sc.HoldsPolicy(c.kind, c.key, rootNS) {
 					return true
 				}
 				continue
 			}
-			if sc.holdsConfig(c.kind, c.key) {
+			if sc.HoldsConfig(c.kind, c.key) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// holdsService reports whether the scope sees the service or backs it.
-func (sc *Scope) holdsService(k index.ServiceKey) bool {
-	if id, ok := sc.ByHost[k.Host]; ok && sc.Snapshot.ServiceByID(id).Key == k {
-		return true
-	}
-	for i := range sc.Instances {
-		if sc.Instances[i].Service.Key == k {
-			return true
-		}
-	}
-	return false
-}
-
-// holdsConfig reports whether a VirtualService, DestinationRule or
-// ServiceEntry, as it is in the scope's snapshot, can matter to the scope:
-// a VirtualService visible to it that its egress imports, or a rule or
-// entry for a host it sees. A config absent from the snapshot matters to no scope of it (the
-// other snapshot of the pair has it, if any).
-func (sc *Scope) holdsConfig(kind index.ConfigKind, key index.ConfigKey) bool {
-	c, ok := sc.Snapshot.Config(kind, key)
-	if !ok {
-		return false
-	}
-	if kind == index.ConfigVirtualService {
-		return c.ExportTo.VisibleTo(c.Key.Namespace, sc.Namespace) && sc.Egress.seesConfig(sc.Snapshot, c)
-	}
-	for _, h := range c.Hosts {
-		if _, ok := sc.ByHost[h]; ok || strings.HasPrefix(sc.Snapshot.String(h), "*") {
-			return true // a wildcard rule cannot be ruled out cheaply
 		}
 	}
 	return false
@@ -142,4 +107,41 @@ func (e *Engine) scopedTargets(classes []*class, changes *scopedChanges) []*clas
 		}
 	}
 	return out
+}
+
+// classMove is a connection reclassify moved between classes.
+type classMove struct {
+	from, to *class
+	created  bool // to was made for this move
+}
+
+// settleMoves decides, for connections reclassify moved, whether their new
+// class must be pushed. A security policy whose selector names a new label
+// key re-keys every class of its namespace with that key (their Labels
+// change) without changing the config of those the policy does not
+// select. A move that changes only Labels keeps the old class's pushed
+// scope as what the connection holds, and is pushed only when the change
+// set affects that scope or the new one; any other move (Sidecar,
+// instances, Gateways) and a class never pushed push as before.
+func (e *Engine) settleMoves(moves []classMove, changes *scopedChanges) {
+	for _, m := range moves {
+		if m.to.repush {
+			continue
+		}
+		prev := m.from.pushed.Load()
+		if prev == nil || changes == nil || !labelsOnly(m.from.key, m.to.key) ||
+			changes.affects(prev, m.to.scope(e), e.mesh.RootNamespace) {
+			m.to.repush = true
+			continue
+		}
+		if m.created {
+			m.to.pushed.CompareAndSwap(nil, prev)
+		}
+	}
+}
+
+// labelsOnly reports whether two class keys differ in nothing but Labels.
+func labelsOnly(a, b classKey) bool {
+	a.class.Labels = b.class.Labels
+	return a == b
 }

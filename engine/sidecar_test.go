@@ -2,16 +2,15 @@ package engine
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
 	"github.com/pilotfish-mesh/pilotfish/ingest"
+	"github.com/pilotfish-mesh/pilotfish/rules"
 )
 
 // scopedMesh: services in namespaces a and b; a's default Sidecar imports
@@ -95,70 +94,10 @@ func clusterNames(t testing.TB, rs []Resource) []string {
 	return out
 }
 
-func proxyScope(e *Engine, snap *index.Snapshot, ns string, labels map[string]string) *Scope {
+func proxyScope(e *Engine, snap *index.Snapshot, ns string, labels map[string]string) *rules.Scope {
 	node := &Node{ID: "p." + ns, Type: encode.ProxySidecar, Namespace: ns, Labels: labels}
 	class := e.classOf(snap, node)
-	return NewScope(snap, &class)
-}
-
-func TestSidecarSelection(t *testing.T) {
-	sw := newScopedWriter(t, scopedMesh, `
-apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata: {name: ratings, namespace: a}
-spec:
-  workloadSelector: {labels: {app: ratings}}
-  egress:
-  - hosts: ["b/two.b.svc.cluster.local"]
-  outboundTrafficPolicy: {mode: REGISTRY_ONLY}
----
-apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata: {name: default, namespace: istio-system}
-spec:
-  egress:
-  - hosts: ["*/*"]
-  outboundTrafficPolicy: {mode: REGISTRY_ONLY}
-`)
-	e := New(sw.w, Options{})
-	snap := sw.w.Snapshot()
-	for _, tc := range []struct {
-		ns       string
-		labels   map[string]string
-		want     string
-		allowAny bool
-	}{
-		{ns: "a", labels: map[string]string{"app": "ratings"}, want: "a/ratings"},
-		{ns: "a", labels: map[string]string{"app": "other"}, want: "a/default", allowAny: true},
-		{ns: "b", want: "istio-system/default"},
-	} {
-		sc := proxyScope(e, snap, tc.ns, tc.labels)
-		if sc.Class.Sidecar != tc.want {
-			t.Errorf("%s %v: Sidecar %q, want %q", tc.ns, tc.labels, sc.Class.Sidecar, tc.want)
-		}
-		if got := e.meshFor(sc).OutboundAllowAny; got != tc.allowAny {
-			t.Errorf("%s %v: OutboundAllowAny %v, want %v", tc.ns, tc.labels, got, tc.allowAny)
-		}
-	}
-	// REGISTRY_ONLY: the virtual outbound listener drops unknown
-	// destinations instead of passing them through.
-	sc := proxyScope(e, snap, "a", map[string]string{"app": "ratings"})
-	if len(sc.Services) != 1 || snap.String(snap.ServiceByID(sc.Services[0]).Key.Host) != "two.b.svc.cluster.local" {
-		t.Fatalf("ratings scope %v, want only two.b", sc.Services)
-	}
-	rs, err := buildListeners(sc, e.meshFor(sc), verifyCache(), []string{encode.VirtualOutboundListenerName}, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls := decodeListeners(t, rs)
-	if len(ls) != 1 {
-		t.Fatalf("%d listeners, want virtualOutbound", len(ls))
-	}
-	validate(t, ls[0])
-	js := protojson.Format(ls[0])
-	if !strings.Contains(js, "BlackHoleCluster") || strings.Contains(js, "PassthroughCluster") {
-		t.Errorf("REGISTRY_ONLY virtualOutbound does not route to BlackHoleCluster:\n%s", js)
-	}
+	return rules.NewScope(snap, &class)
 }
 
 // TestChangeOutsideSidecarScopePushesNothing counts pushes: a change in

@@ -20,6 +20,7 @@ var forbidden = map[string]map[string]string{
 	"ingest": {
 		"debug":   "sources feed the index; debug views are wired by cmd",
 		"engine":  "sources feed the index; they know nothing about proxies or pushes",
+		"rules":   "sources feed the index; what a proxy sees is decided downstream",
 		"encode":  "sources know nothing about xDS",
 		"serve":   "sources know nothing about the network",
 		"ca":      "sources know nothing about certificates",
@@ -30,6 +31,7 @@ var forbidden = map[string]map[string]string{
 		"debug":   "debug views are wired by cmd; generators know nothing of them",
 		"ingest":  "generators see rows, never sources",
 		"engine":  "generators are pure functions of their keys; engine calls them, not the reverse",
+		"rules":   "generators are pure functions of their keys; rules fills the keys, not the reverse",
 		"serve":   "generators know nothing about streams",
 		"ca":      "generators reference secrets by name only",
 		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
@@ -43,11 +45,21 @@ var forbidden = map[string]map[string]string{
 		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
 		"bench":   "only cmd imports bench",
 	},
+	"rules": {
+		"engine":  "rules says what a class sees; engine schedules pushes and calls rules, not the reverse",
+		"debug":   "debug reads engine's views; rules knows nothing of them",
+		"ingest":  "rules reads the index; only ingest writes it",
+		"serve":   "rules knows nothing about streams",
+		"ca":      "rules references secrets by name only",
+		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
+		"bench":   "only cmd imports bench",
+	},
 	"serve": {
 		"debug":   "debug reads serve's stream registry and is registered on its HTTP server by cmd, not the reverse",
 		"ingest":  "serve sees the mesh only through engine",
 		"index":   "serve sees the mesh only through engine",
 		"encode":  "serve sends bytes engine hands it; it never generates",
+		"rules":   "serve sees the mesh only through engine",
 		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
 		"bench":   "only cmd imports bench",
 	},
@@ -56,6 +68,7 @@ var forbidden = map[string]map[string]string{
 		"index":   "the CA stands alone: no mesh state",
 		"ingest":  "the CA stands alone: no sources",
 		"engine":  "the CA stands alone: no proxies",
+		"rules":   "the CA stands alone: no proxies",
 		"encode":  "the CA stands alone: no xDS",
 		"serve":   "serve exposes the CA, not the reverse",
 		"loadgen": "loadgen is a black-box client; only cmd and bench use it",
@@ -104,6 +117,9 @@ var testOnly = map[string]map[string]string{
 	"cmd": {
 		"index":  "cmd's tests build small indexes and metrics registries directly",
 		"encode": "cmd's tests compare against encode's builders (credential keys, the default mesh)",
+	},
+	"rules": {
+		"ingest": "rules' tests build their index from manifests through ingest, as cmd wires them",
 	},
 	"debug": {
 		"ingest": "debug's tests build their index from manifests through ingest, as cmd wires them",

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package engine
-
-import "time"
-
-// processCPU is unavailable here: benchmarks report 0 CPU per operation.
-func processCPU() time.Duration { return 0 }

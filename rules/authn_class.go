@@ -1,0 +1,86 @@
+package rules
+
+import (
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// tlsModeLabel makes a PERMISSIVE proxyless gRPC server STRICT (its
+// clients use mTLS), so it is always part of a class's labels.
+const tlsModeLabel = "security.istio.io/tlsMode"
+
+// securityLabels is the part of a proxy's labels its class keeps (the
+// ProxyClass.Labels field): the labels whose keys a workload selector of a
+// PeerAuthentication, AuthorizationPolicy or RequestAuthentication in the
+// proxy's or the root namespace names, and tlsMode. Proxies that differ
+// only in labels no security policy looks at (pod-template-hash,
+// statefulset pod names) still share a class. A proxy with labels of which
+// none matter gets "-" (labels known, none relevant), so that the scope
+// does not fall back to its workload's labels in the index.
+func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
+	ns, labels := node.Namespace, node.Labels
+	if len(labels) == 0 {
+		labels = nodeWorkloadLabels(snap, node)
+	}
+	if len(labels) == 0 {
+		return ""
+	}
+	var keys map[string]bool
+	root, _ := snap.Symbols.Lookup(rootNS)
+	space, _ := snap.Symbols.Lookup(ns)
+	for _, kind := range []index.ConfigKind{index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication} {
+		if snap.NumConfigs(kind) == 0 {
+			continue
+		}
+		for _, s := range []index.Sym{root, space} {
+			if s == 0 {
+				continue
+			}
+			snap.ConfigsInNamespace(kind, s, func(c *index.Config) bool {
+				if !c.HasSelector {
+					return true
+				}
+				for _, l := range snap.Labels.Get(c.Selector) {
+					if keys == nil {
+						keys = map[string]bool{}
+					}
+					keys[snap.String(l.Key)] = true
+				}
+				return true
+			})
+		}
+	}
+	kept := map[string]string{}
+	for k, v := range labels {
+		if keys[k] || k == tlsModeLabel {
+			kept[k] = v
+		}
+	}
+	if len(kept) == 0 {
+		return "-"
+	}
+	return encodeLabels(kept)
+}
+
+// nodeWorkloadLabels are the labels of the Pod or WorkloadEntry at one of
+// the node's IPs in its namespace: a proxy without LABELS metadata is
+// selected by its workload's labels, as istiod does through the Pod.
+func nodeWorkloadLabels(snap *index.Snapshot, node *Node) map[string]string {
+	ns, ok := snap.Symbols.Lookup(node.Namespace)
+	if !ok {
+		return nil
+	}
+	var out map[string]string
+	for _, ip := range node.IPs {
+		snap.WorkloadsByAddr(ip, func(w *index.Workload) bool {
+			if w.Key.Namespace != ns {
+				return true
+			}
+			out = workloadLabels(snap, w.Labels)
+			return false
+		})
+		if out != nil {
+			break
+		}
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package rules
+
+import (
+	"net/netip"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+)
+
+// Node is what the engine learns about a proxy from its first request, in
+// istiod's conventions: the node ID `TYPE~IP~POD.NAMESPACE~NAMESPACE.svc.DOMAIN`
+// and istio-agent's metadata (NAMESPACE, LABELS, ISTIO_VERSION, CLUSTER_ID,
+// NETWORK, GENERATOR, INSTANCE_IPS).
+type Node struct {
+	// ID is istiod's proxy ID: "POD.NAMESPACE".
+	ID        string
+	Type      encode.ProxyType
+	IPs       []netip.Addr
+	Namespace string
+	// Labels are the workload's labels (metadata LABELS).
+	Labels       map[string]string
+	IstioVersion string
+	ClusterID    string
+	Network      string
+	Locality     string
+	// PodName is the part of the ID before the namespace.
+	PodName string
+}
+
+// Class returns the proxy class of the node: what generated config depends on.
+func (n *Node) Class() encode.ProxyClass {
+	c := encode.ProxyClass{
+		Type:         n.Type,
+		Namespace:    n.Namespace,
+		IstioVersion: n.IstioVersion,
+		ClusterID:    n.ClusterID,
+		Network:      n.Network,
+		Locality:     n.Locality,
+		Labels:       encodeLabels(n.Labels),
+	}
+	c.IPv6 = true
+	for _, ip := range n.IPs {
+		if ip.Is4() {
+			c.IPv6 = false
+		}
+	}
+	return c
+}

@@ -1,0 +1,20 @@
+package rules
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
+)
+
+// sortServicesByHost orders services by hostname string, then namespace
+// string, so generated output is deterministic and matches istiod's order.
+func sortServicesByHost(snap *index.Snapshot, ids []index.ServiceID) {
+	slices.SortFunc(ids, func(a, b index.ServiceID) int {
+		sa, sb := snap.ServiceByID(a), snap.ServiceByID(b)
+		if c := cmp.Compare(snap.String(sa.Key.Host), snap.String(sb.Key.Host)); c != 0 {
+			return c
+		}
+		return cmp.Compare(snap.String(sa.Key.Namespace), snap.String(sb.Key.Namespace))
+	})
+}
