@@ -39,6 +39,12 @@ type GatewayVirtualHostKey struct {
 	Sources      []GatewayRouteSource
 	RequireTLS   bool
 	Destinations []*index.Service
+	// RoutesPort is the port the routes are translated for: Port, or 0
+	// when no route depends on the port, so that the virtual hosts of one
+	// VirtualService on several ports share one routes part. Set it with
+	// SetRoutesPort (verify mode checks it: the reference generator
+	// translates for Port).
+	RoutesPort uint32
 
 	// hash caches Hash (0: not computed yet): the engine keeps a router's
 	// keys for the life of its scope and looks each up on every build, and
@@ -73,6 +79,7 @@ func (k *GatewayVirtualHostKey) fieldsHash() uint64 {
 	}
 	h.Bool(k.RequireTLS)
 	hashSvcRows(&h, k.Destinations)
+	h.U32(k.RoutesPort)
 	if v := h.Sum(); v != 0 {
 		return v
 	}

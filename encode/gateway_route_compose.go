@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"fmt"
 	"slices"
 
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -67,20 +68,25 @@ func (k *GatewayVirtualHostKey) routesKeyValue(port uint32) GatewayRoutesKey {
 	return GatewayRoutesKey{Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: port, Sources: k.Sources, Destinations: k.Destinations}
 }
 
-// routesKey is the key of k's routes part: Port 0 when the routes are the
-// same on every port.
-func (k *GatewayVirtualHostKey) routesKey(n index.Names) GatewayRoutesKey {
+// SetRoutesPort sets k.RoutesPort: 0 when k's routes are the same on every
+// port, else k.Port. The engine calls it once, when it builds the key.
+func (k *GatewayVirtualHostKey) SetRoutesPort(n index.Names) {
 	rk := k.routesKeyValue(k.Port)
+	k.RoutesPort = k.Port
 	if rk.portFree(n) {
-		rk.Port = 0
+		k.RoutesPort = 0
 	}
-	return rk
+}
+
+// routesKey is the key of k's routes part.
+func (k *GatewayVirtualHostKey) routesKey() GatewayRoutesKey {
+	return k.routesKeyValue(k.RoutesPort)
 }
 
 // GatewayVirtualHostGen generates GatewayVirtualHostKey's part: encoded
 // around the routes part of k.routesKey (translated and marshaled once for
 // all the virtual hosts that share it), with GatewayVirtualHost as its
-// reference.
+// reference. A key whose RoutesPort is neither 0 nor its Port is refused.
 var GatewayVirtualHostGen = partGenComposed(KindVirtualHost, GatewayVirtualHost, appendGatewayVirtualHostPart)
 
 // gatewayRoutesRef builds the routes part as a message: a VirtualHost
@@ -96,7 +102,10 @@ func gatewayRoutesRef(n index.Names, k *GatewayRoutesKey) (string, proto.Message
 // allocation, and no second copy of the routes (entries are immutable, so
 // the view is too).
 func appendGatewayVirtualHostPart(c *Cache, n index.Names, k *GatewayVirtualHostKey) (string, []byte, error) {
-	rk := k.routesKey(n)
+	if k.RoutesPort != 0 && k.RoutesPort != k.Port {
+		return "", nil, fmt.Errorf("gateway virtual host %s: routes port %d, virtual host port %d", k.Name(), k.RoutesPort, k.Port)
+	}
+	rk := k.routesKey()
 	var own []byte // the virtual host, when the routes were encoded here
 	name := k.Name()
 	routes, err := c.get(KindGatewayRoutes, rk.Hash()^namesMix(n), func() (string, []byte, error) {

@@ -96,6 +96,8 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 					RequireTLS: requireTLS, Destinations: []*index.Service{one, two}}
 			}
 			k80, k443 := key(80, false), key(443, true)
+			k80.SetRoutesPort(names)
+			k443.SetRoutesPort(names)
 			if simple := map[string]bool{"one-port service": true, "two-port service without a port": true, "exact, regex, names, case": true,
 				"catch-all regex before other routes": true, "simple and translated": true}; gwDirect && simple[tt.name] {
 				direct := 0
@@ -108,7 +110,7 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 					t.Error("no route is written directly")
 				}
 			}
-			rk80, rk443 := k80.routesKey(names), k443.routesKey(names)
+			rk80, rk443 := k80.routesKey(), k443.routesKey()
 			if free := rk80.Hash() == rk443.Hash(); free != tt.portFree {
 				t.Fatalf("routes keys equal on 80 and 443: %v, want %v", free, tt.portFree)
 			}
@@ -125,12 +127,27 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 			}
 			check(t, k80, r80)
 			check(t, k443, r443)
+			if !tt.portFree {
+				// Routes keyed as port-free when they are not: verify mode
+				// catches the wrong bytes (the reference translates for Port).
+				wrong := key(80, false)
+				wrong.RoutesPort = 0
+				func() {
+					defer func() {
+						if r := recover(); r == nil {
+							t.Error("verify mode accepted routes translated for the wrong port")
+						}
+					}()
+					_, _ = Part(cache, names, wrong, GatewayVirtualHostGen)
+				}()
+			}
 		})
 	}
 	t.Run("every source in one virtual host", func(t *testing.T) {
 		k := &GatewayVirtualHostKey{Namespace: "gw", DomainSuffix: "cluster.local", Port: 80,
 			Hosts: []string{"a.example"}, Sources: all, Destinations: []*index.Service{one, two}}
-		rk := k.routesKey(names)
+		k.SetRoutesPort(names)
+		rk := k.routesKey()
 		routes, err := AppendGatewayRoutes(nil, names, &rk)
 		if err != nil {
 			t.Fatal(err)
@@ -141,8 +158,10 @@ func TestGatewayVirtualHostComposed(t *testing.T) {
 		c := NewCache()
 		c.SetVerify(true)
 		key := func(host string, tls bool) *GatewayVirtualHostKey {
-			return &GatewayVirtualHostKey{Namespace: "gw", DomainSuffix: "cluster.local", Port: 80,
+			k := &GatewayVirtualHostKey{Namespace: "gw", DomainSuffix: "cluster.local", Port: 80,
 				Hosts: []string{host}, Sources: all[:1], RequireTLS: tls, Destinations: []*index.Service{one, two}}
+			k.SetRoutesPort(names)
+			return k
 		}
 		seen := map[string]string{}
 		for _, k := range []*GatewayVirtualHostKey{key("a.example", false), key("b.example", false), key("a.example", true)} {

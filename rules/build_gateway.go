@@ -420,5 +420,9 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 	// Hosts were visited in order, so each key's first host is its
 	// smallest and sorting by it sorts by virtual host name.
 	slices.SortStableFunc(rk.keys, func(x, y *encode.GatewayVirtualHostKey) int { return cmp.Compare(x.Name(), y.Name()) })
+	names := snap.Names()
+	for _, k := range rk.keys {
+		k.SetRoutesPort(names)
+	}
 	return rk
 }

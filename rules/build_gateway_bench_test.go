@@ -38,7 +38,11 @@ func BenchmarkGatewayRouter(b *testing.B) {
 		class := &encode.ProxyClass{Type: encode.ProxyRouter, Namespace: "istio-system", ClusterID: "Kubernetes"}
 		class.Gateways = SelectGateways(snap, benchLabels)
 		mesh := encode.DefaultMesh()
-		sc := NewScope(snap, class)
+		// Scopes share their config version's view, as an engine's do: a
+		// scope computed again reuses the merged gateway (view.go).
+		var vs views
+		newScope := func() *Scope { return newScopeIn(vs.of(snap), snap, class) }
+		sc := newScope()
 		names := gatewayRouteNames(sc)
 		types := []struct {
 			name  string
@@ -76,7 +80,7 @@ func BenchmarkGatewayRouter(b *testing.B) {
 				b.ReportAllocs()
 				cpu := processCPU()
 				for b.Loop() {
-					run(b, NewScope(snap, class), encode.NewCache())
+					run(b, newScope(), encode.NewCache())
 				}
 				reportCPU(b, cpu)
 			})
@@ -86,7 +90,7 @@ func BenchmarkGatewayRouter(b *testing.B) {
 				b.ReportAllocs()
 				cpu := processCPU()
 				for b.Loop() {
-					run(b, NewScope(snap, class), cache)
+					run(b, newScope(), cache)
 				}
 				reportCPU(b, cpu)
 			})
