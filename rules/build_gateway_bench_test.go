@@ -40,8 +40,8 @@ func BenchmarkGatewayRouter(b *testing.B) {
 		mesh := encode.DefaultMesh()
 		// Scopes share their config version's view, as an engine's do: a
 		// scope computed again reuses the merged gateway (view.go).
-		var vs views
-		newScope := func() *Scope { return newScopeIn(vs.of(snap), snap, class) }
+		var vs Views
+		newScope := func() *Scope { return NewScopeIn(vs.Of(snap), snap, class) }
 		sc := newScope()
 		names := gatewayRouteNames(sc)
 		types := []struct {
