@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/puzpuzpuz/xsync/v4"
@@ -169,7 +170,9 @@ func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), d
 		if err != nil {
 			return nil, fmt.Errorf("encode %s %s: %w", kind, name, err)
 		}
-		return &Entry{Name: name, Version: strconv.FormatUint(xxhash.Sum64(b), 16), Bytes: b, kind: kind}, nil
+		e := newEntry(name, b, kind)
+		e.Digest = 0 // transient
+		return e, nil
 	}
 	ck := keyOf(kind, h)
 	epoch := c.epoch.Load()
@@ -188,11 +191,29 @@ func (c *Cache) get(kind Kind, h uint64, build func() (string, []byte, error), d
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %s: %w", kind, name, err)
 	}
-	version := strconv.FormatUint(xxhash.Sum64(b), 16)
-	e := &Entry{Name: name, Version: version, Bytes: b, Digest: ResourceDigest(name, version), kind: kind}
+	e := newEntry(name, b, kind)
 	e.lastUsed.Store(epoch)
 	actual, _ := c.m.LoadOrStore(ck, e)
 	return actual, nil
+}
+
+// entryAlloc is an entry with room for its version's text: one allocation
+// per entry instead of two. The version string then keeps the entry (and
+// its bytes) reachable: hold versions with their resources, as Resource
+// does, or as hashes (serve's Delta state).
+type entryAlloc struct {
+	e   Entry
+	ver [16]byte // a uint64 in hex
+}
+
+// newEntry returns the entry of a resource's bytes: its version is the
+// xxhash of the bytes in hex.
+func newEntry(name string, b []byte, kind Kind) *Entry {
+	a := &entryAlloc{}
+	v := strconv.AppendUint(a.ver[:0], xxhash.Sum64(b), 16)
+	version := unsafe.String(unsafe.SliceData(v), len(v)) // a.ver is never written again
+	a.e = Entry{Name: name, Version: version, Bytes: b, Digest: ResourceDigest(name, version), kind: kind}
+	return &a.e
 }
 
 // verifyHit regenerates a cached entry and panics when the new encoding
