@@ -50,14 +50,17 @@ func Dir() string {
 }
 
 // Cases lists the cases under Dir, by name.
-func Cases() ([]string, error) {
-	entries, err := os.ReadDir(Dir())
+func Cases() ([]string, error) { return CasesIn(Dir()) }
+
+// CasesIn lists the cases under dir, by name.
+func CasesIn(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, e := range entries {
-		if _, err := os.Stat(filepath.Join(Dir(), e.Name(), "proxies.yaml")); e.IsDir() && err == nil {
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "proxies.yaml")); e.IsDir() && err == nil {
 			names = append(names, e.Name())
 		}
 	}
@@ -66,8 +69,11 @@ func Cases() ([]string, error) {
 }
 
 // LoadCase reads the inputs of the case called name.
-func LoadCase(name string) (*Case, error) {
-	c := &Case{Name: name, Dir: filepath.Join(Dir(), name)}
+func LoadCase(name string) (*Case, error) { return LoadCaseIn(Dir(), name) }
+
+// LoadCaseIn reads the inputs of the case called name under dir.
+func LoadCaseIn(dir, name string) (*Case, error) {
+	c := &Case{Name: name, Dir: filepath.Join(dir, name)}
 	var err error
 	if c.Config, err = os.ReadFile(filepath.Join(c.Dir, "config.yaml")); err != nil {
 		return nil, err

@@ -28,25 +28,30 @@ import (
 
 var (
 	istiodBin = flag.String("istiod", "", "pilot-discovery binary: regenerate istiod's output (see doc.go)")
-	onlyCase  = flag.String("case", "", "with -istiod: only this case")
+	onlyCase  = flag.String("case", "", "only this case")
+	casesDir  = flag.String("cases", "", "the directory of the cases (default: this package's testdata)")
 )
 
 // TestProduce regenerates istiod's output with -istiod; without it, it
 // checks that every case's output exists and matches its inputs.
 func TestProduce(t *testing.T) {
-	names, err := Cases()
+	dir := Dir()
+	if *casesDir != "" {
+		dir = *casesDir
+	}
+	names, err := CasesIn(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(names) == 0 {
-		t.Fatal("no cases under", Dir())
+		t.Fatal("no cases under", dir)
 	}
 	for _, name := range names {
 		if *onlyCase != "" && name != *onlyCase {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			c, err := LoadCase(name)
+			c, err := LoadCaseIn(dir, name)
 			if err != nil {
 				t.Fatal(err)
 			}
