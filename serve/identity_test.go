@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"io"
 	"maps"
 	"net"
 	"strings"
@@ -151,7 +153,7 @@ func firstCDS(t *testing.T, cc *grpc.ClientConn, n *corev3.Node, delta bool) (in
 		if err != nil {
 			return 0, err
 		}
-		if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: n, TypeUrl: engine.TypeCluster}); err != nil {
+		if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: n, TypeUrl: engine.TypeCluster}); err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
 		}
 		r, err := st.Recv()
@@ -161,7 +163,9 @@ func firstCDS(t *testing.T, cc *grpc.ClientConn, n *corev3.Node, delta bool) (in
 	if err != nil {
 		return 0, err
 	}
-	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: n, TypeUrl: engine.TypeCluster}); err != nil {
+	// A Send that fails because the server ended the stream (it refuses
+	// before reading) returns io.EOF: Recv has the status.
+	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: n, TypeUrl: engine.TypeCluster}); err != nil && !errors.Is(err, io.EOF) {
 		return 0, err
 	}
 	r, err := st.Recv()
@@ -248,8 +252,16 @@ func TestIdentityTLSPort(t *testing.T) {
 	}
 	want := map[string]int{serve.AuthNamespaceMismatch: 5, serve.AuthServiceAccountMismatch: 1, serve.AuthNoCredential: 1,
 		serve.AuthUnauthenticated: 1, serve.AuthCertExpired: 1, serve.AuthCertUntrusted: 1}
-	if got, _ := p.metrics.snapshot(); !maps.Equal(got, want) {
-		t.Errorf("auth failures %v, want %v", got, want)
+	// A refused handshake is counted by the server's handshake goroutine,
+	// which may finish after the client saw the failure: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got, _ := p.metrics.snapshot()
+		if maps.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("auth failures %v, want %v", got, want)
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -5,10 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,7 +107,9 @@ func cdsOnce(t *testing.T, cc *grpc.ClientConn, n *corev3.Node, token string) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: n, TypeUrl: engine.TypeCluster}); err != nil {
+	// A Send that fails because the server ended the stream (it refuses
+	// before reading) returns io.EOF: Recv has the status.
+	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: n, TypeUrl: engine.TypeCluster}); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	return st.Recv()
@@ -202,11 +207,23 @@ func TestXDSIdentityAttacks(t *testing.T) {
 	}
 	want := map[string]float64{serve.AuthNamespaceMismatch: 2, serve.AuthServiceAccountMismatch: 1, serve.AuthNoCredential: 1,
 		serve.AuthUnauthenticated: 1, serve.AuthCertExpired: 1, serve.AuthCertUntrusted: 1, serve.AuthCertInvalid: 0}
-	for reason, n := range want {
-		v, found := metricValue(fams, "pilotfish_xds_auth_failures_total", "reason="+reason)
-		if !found || v != n {
-			t.Errorf("pilotfish_xds_auth_failures_total{reason=%q} = %v (found %v), want %v", reason, v, found, n)
+	// A refused handshake is counted by the server's handshake goroutine,
+	// which may finish after the client saw the failure: scrape until the
+	// counts are in.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var wrong []string
+		for reason, n := range want {
+			if v, found := metricValue(fams, "pilotfish_xds_auth_failures_total", "reason="+reason); !found || v != n {
+				wrong = append(wrong, fmt.Sprintf("{reason=%q} = %v (found %v), want %v", reason, v, found, n))
+			}
 		}
+		if len(wrong) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pilotfish_xds_auth_failures_total: %s", strings.Join(wrong, "; "))
+		}
+		fams = scrape(t, "http://"+s.httpAddr.String())
 	}
 }
 
