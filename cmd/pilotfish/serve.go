@@ -137,11 +137,12 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	go gate.run(ctx)
 	controlPlaneID := debug.ControlPlaneID(version)
 	xdsServer := serve.NewXDSServer(backend{e: eng, gate: gate}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
-		ControlPlaneID: controlPlaneID, Debug: debug.XDS(eng)})
+		ControlPlaneID: controlPlaneID, Debug: debug.XDS(eng), RootNamespace: mesh.RootNamespace})
 	xdsServer.Register(grpcServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
 	o.ca.grpcOptions = o.limits.grpcOptions() // the TLS server's too (serve_limits.go)
-	secure, err := newSecureServing(ctx, o.ca, log, metrics.registry, grpcServer, xdsServer.Register)
+	o.ca.authMetrics = metrics.xds()
+	secure, err := newSecureServing(ctx, o.ca, log, metrics.registry, grpcServer, xdsServer.RegisterAuthenticated)
 	if err != nil {
 		return err
 	}
