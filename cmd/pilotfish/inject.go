@@ -35,7 +35,9 @@ func addInjectFlags(f *pflag.FlagSet, o *injectOptions) {
 	f.DurationVar(&o.reload, "inject-reload", 5*time.Second, "re-read the injector files this often when they changed (0: never); a file that does not parse keeps the last good settings")
 }
 
-// injectFiles are the injector's inputs as last read.
+// injectFiles are the injector's inputs; modTime and size are the files'
+// as last read, parsed or not, so that a broken set is reported once, not
+// at every check.
 type injectFiles struct {
 	o       injectOptions
 	modTime [3]time.Time
@@ -64,7 +66,7 @@ func (f *injectFiles) changed() bool {
 	return false
 }
 
-// load reads and parses all three files; any error leaves f as it was.
+// load reads and parses all three files.
 func (f *injectFiles) load() (*inject.Settings, error) {
 	var data [3][]byte
 	var mod [3]time.Time
@@ -82,6 +84,7 @@ func (f *injectFiles) load() (*inject.Settings, error) {
 		}
 		mod[i], size[i] = st.ModTime(), st.Size()
 	}
+	f.modTime, f.size = mod, size
 	cfg, err := inject.ParseConfig(data[0])
 	if err != nil {
 		return nil, fmt.Errorf("--inject-config %s: %w", f.o.configFile, err)
@@ -96,7 +99,6 @@ func (f *injectFiles) load() (*inject.Settings, error) {
 			return nil, fmt.Errorf("--inject-mesh-config %s: %w", f.o.meshFile, err)
 		}
 	}
-	f.modTime, f.size = mod, size
 	return &inject.Settings{Config: cfg, Values: vals, Mesh: mesh, Revision: f.o.revision,
 		NativeSidecars: f.o.native, CompliancePolicy: os.Getenv("COMPLIANCE_POLICY")}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/kubetest"
 )
 
@@ -193,5 +195,76 @@ func TestInjectionWithAPIServer(t *testing.T) {
 	}
 	if _, err := pods.Pods("enabled").Get(ctx, "bad", metav1.GetOptions{}); err == nil {
 		t.Fatal("the refused pod was stored")
+	}
+}
+
+// TestInjectorReload: a change to the injector's files reaches the
+// injector; a file that does not parse leaves the last good settings in
+// force.
+func TestInjectorReload(t *testing.T) {
+	dir := t.TempDir()
+	cp := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(chartDir, "default", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	o := injectOptions{configFile: cp("config.yaml"), valuesFile: cp("values.json"), meshFile: cp("mesh.yaml")}
+	files := &injectFiles{o: o}
+	s, err := files.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := inject.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { reloadInjector(ctx, in, files, 10*time.Millisecond, slog.New(slog.DiscardHandler)); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	proxyImage := func() string {
+		res, err := in.Inject(inject.Request{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}})
+		if err != nil || !res.Injected {
+			t.Fatalf("inject: %v", err)
+		}
+		return res.Pod.Spec.Containers[1].Image
+	}
+	if got := proxyImage(); got != "registry.istio.io/testing/proxyv2:latest" {
+		t.Fatalf("image %q", got)
+	}
+	vals, _ := os.ReadFile(o.valuesFile)
+	vals = []byte(strings.Replace(string(vals), `"hub": "registry.istio.io/testing"`, `"hub": "mirror.example/istio"`, 1))
+	if err := os.WriteFile(o.valuesFile, vals, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "new hub in force", func() string {
+		if got := proxyImage(); got != "mirror.example/istio/proxyv2:latest" {
+			return got
+		}
+		return ""
+	})
+	before := in.Settings()
+	if err := os.WriteFile(o.configFile, []byte("templates:\n  sidecar: '{{ if }}'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The broken file is read (its size differs) and refused: wait until
+	// the reloader has seen it, then check nothing changed.
+	eventually(t, "broken config seen", func() string {
+		if files.changed() {
+			return "not yet read"
+		}
+		return ""
+	})
+	if in.Settings() != before || proxyImage() != "mirror.example/istio/proxyv2:latest" {
+		t.Fatal("a config that does not parse replaced the last good one")
 	}
 }
