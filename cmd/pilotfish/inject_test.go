@@ -227,7 +227,10 @@ func TestInjectorReload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan struct{})
-	go func() { reloadInjector(ctx, in, files, 10*time.Millisecond, slog.New(slog.DiscardHandler)); close(done) }()
+	go func() {
+		reloadInjector(ctx, in, files, 10*time.Millisecond, slog.New(slog.DiscardHandler))
+		close(done)
+	}()
 	defer func() { cancel(); <-done }()
 
 	proxyImage := func() string {
