@@ -168,9 +168,11 @@ func (s *clState) applyUpstreamTLS(tls *networking.ClientTLSSettings, sni string
 func (s *clState) upstreamTLSContext(tls *networking.ClientTLSSettings) *tlsv3.UpstreamTlsContext {
 	// A credentialName in a DestinationRule without a workload selector is
 	// ignored for sidecars: it would make every sidecar fetch the secret.
-	// (pilotfish does not apply selector DestinationRules, see engine.)
+	// A rule with a selector (TLS origination for the workloads it
+	// selects) keeps it.
+	withSelector := s.k.DestinationRule != nil && s.k.DestinationRule.HasSelector
 	if tls.CredentialName != "" && !strings.HasPrefix(tls.CredentialName, "configmap://") && s.k.ProxyType == ProxySidecar &&
-		(tls.Mode == networking.ClientTLSSettings_SIMPLE || tls.Mode == networking.ClientTLSSettings_MUTUAL) {
+		!withSelector && (tls.Mode == networking.ClientTLSSettings_SIMPLE || tls.Mode == networking.ClientTLSSettings_MUTUAL) {
 		return nil
 	}
 	switch tls.Mode {

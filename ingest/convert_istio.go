@@ -38,6 +38,9 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		hosts = []string{s.Host}
 		row.ExportTo = c.exportTo(s.ExportTo)
 		row.SubsetLabels = c.subsetLabels(s) // convert_subsets.go
+		if t := o.Meta.CreationTimestamp; !t.IsZero() {
+			row.Created = t.Unix()
+		}
 		if s.WorkloadSelector != nil {
 			selector, hasSelector = s.WorkloadSelector.MatchLabels, true
 		}

@@ -34,9 +34,6 @@ import (
 //   - proxyless gRPC with ISTIO_MUTUAL: the root CA provider goes in
 //     validation_context instead of the deprecated combined field, which
 //     fails Envoy's ValidateAll (gRPC reads both since 1.66);
-//   - several DestinationRules for one host in one namespace: the oldest
-//     wins (istiod merges their subsets); rules with a workloadSelector are
-//     not applied (a proxy class has no labels);
 //   - locality failoverPriority (needs the proxy's labels) and zone-aware
 //     load balancing settings are not applied;
 //   - PeerAuthentication is read at namespace and mesh level only (istiod

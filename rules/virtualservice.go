@@ -274,7 +274,7 @@ func (v *routeView) addHashRules(sc *Scope, mesh *encode.Mesh) {
 	own := map[index.Sym]encode.HostDestinationRule{}
 	for _, id := range sc.Services {
 		svc := snap.ServiceByID(id)
-		dr := destinationRule(snap, mesh, sc.Namespace, svc)
+		dr := destinationRule(sc, mesh, svc)
 		if dr == nil {
 			continue
 		}
