@@ -61,6 +61,12 @@ func (c *Converter) serviceEntry(b *index.Batch, o *Object) []rowRef {
 		port := index.Port{Name: c.sym(p.Name), Number: p.Number, TargetPort: p.TargetPort, Protocol: protocolOf(p.Protocol)}
 		base.Ports = append(base.Ports, port)
 	}
+	if len(se.SubjectAltNames) > 0 {
+		base.SubjectAltNames = make([]index.Sym, len(se.SubjectAltNames))
+		for i, san := range se.SubjectAltNames {
+			base.SubjectAltNames[i] = c.sym(san)
+		}
+	}
 	if se.WorkloadSelector != nil {
 		base.HasSelector = true
 		base.Selector = c.labelSet(se.WorkloadSelector.Labels)

@@ -349,8 +349,8 @@ var saCache = xsync.NewMap[saKey, []index.Sym]()
 const saCacheMax = 1 << 16
 
 // serviceAccounts returns the sorted, unique service accounts of a
-// service's endpoints (istiod's PushContext.ServiceAccounts, less the
-// subjectAltNames of ServiceEntries, which the index does not carry).
+// service's endpoints (istiod's PushContext.ServiceAccounts; encode adds a
+// ServiceEntry's subjectAltNames, index.Service.SubjectAltNames).
 func serviceAccounts(syms *index.Symbols, svc *index.Service, shard *index.EndpointShard) []index.Sym {
 	if shard == nil {
 		return nil

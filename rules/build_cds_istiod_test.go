@@ -39,8 +39,6 @@ import (
 //   - PeerAuthentication is read at namespace and mesh level only (istiod
 //     also checks workload-selector and port-level policies per endpoint
 //     for the EDS tlsMode match);
-//   - ServiceEntry subjectAltNames are not in the SANs (the index does not
-//     carry them); service accounts come from the endpoints;
 //   - MeshConfig knobs that Mesh does not carry keep istiod's defaults:
 //     h2UpgradePolicy, {inbound,outbound}ClusterStatName, tcpKeepalive,
 //     defaultTrafficPolicy, inboundTrafficPolicy (always PASSTHROUGH, so
