@@ -77,6 +77,21 @@ func readIstiodXDS(t testing.TB, file string) *istiodXDS {
 	if err != nil {
 		t.Skipf("istiod reference output not available: %v", err)
 	}
+	return parseIstiodXDS(t, b)
+}
+
+// readIstiodXDSFile reads a dump at path (an istiodref case's).
+func readIstiodXDSFile(t testing.TB, path string) *istiodXDS {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseIstiodXDS(t, b)
+}
+
+func parseIstiodXDS(t testing.TB, b []byte) *istiodXDS {
+	t.Helper()
 	var dump struct {
 		Configs []map[string]any `json:"configs"`
 	}
