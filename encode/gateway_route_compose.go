@@ -36,9 +36,9 @@ const (
 // depends on the port: the routes part it keys is then shared by the
 // virtual hosts of one VirtualService on every port.
 type GatewayRoutesKey struct {
-	Namespace    string
-	DomainSuffix string
-	Port         uint32
+	Namespace        string
+	DomainSuffix     string
+	Port             uint32
 	Sources          []GatewayRouteSource
 	Destinations     []*index.Service
 	DestinationRules []HostDestinationRule
