@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
@@ -173,3 +174,62 @@ func TestDestinationRuleWorkloadSelectorMatchesIstiod(t *testing.T) {
 func TestServiceEntrySANsMatchIstiod(t *testing.T) {
 	compareIstiodRef(t, "se-sans", ".sesans.", nil)
 }
+
+// TestGatewayHashPolicyMatchesIstiod: case gw-hashpolicy, the router's
+// route configurations compared with istiod's field by field.
+func TestGatewayHashPolicyMatchesIstiod(t *testing.T) {
+	c := loadIstiodRefCase(t, "gw-hashpolicy")
+	file := filepath.Join(c.dir, "istiod", c.proxies[0].Name+".json")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Skipf("istiod's output not produced yet: %v", err)
+	}
+	var dump struct {
+		Configs []map[string]any `json:"configs"`
+	}
+	if err := json.Unmarshal(b, &dump); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{}
+	for _, cm := range dump.Configs {
+		if cm["@type"] != "type.googleapis.com/envoy.admin.v3.RoutesConfigDump" {
+			continue
+		}
+		for _, d := range asList(cm["dynamicRouteConfigs"]) {
+			rc := d.(map[string]any)["routeConfig"].(map[string]any)
+			delete(rc, "@type")
+			want[rc["name"].(string)] = rc
+		}
+	}
+	snap := lrLoad(t, map[string][]byte{"config.yaml": c.config})
+	mesh := encode.DefaultMesh()
+	n := c.node(t, 0)
+	class := ClassOf(snap, mesh.RootNamespace, n)
+	sc := NewScope(snap, &class)
+	names := slices.Sorted(mapsKeys(want))
+	rs, err := buildRoutes(sc, mesh, verifyingCache(), names, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := resourceNames(rs); !slices.Equal(g, names) {
+		t.Fatalf("route configurations %q, want %q", g, names)
+	}
+	hashes := 0
+	for i, rc := range decodeResources(t, rs, newRouteConfiguration) {
+		for _, vh := range rc.GetVirtualHosts() {
+			for _, r := range vh.GetRoutes() {
+				hashes += len(r.GetRoute().GetHashPolicy())
+			}
+		}
+		var diffs []string
+		jsonDiff(names[i], want[names[i]], protoJSON(t, rc), &diffs)
+		for _, d := range diffs {
+			t.Error(d)
+		}
+	}
+	if hashes != 3 {
+		t.Errorf("%d hash policies, want 3", hashes)
+	}
+}
+
+func newRouteConfiguration() *routev3.RouteConfiguration { return &routev3.RouteConfiguration{} }
