@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"sigs.k8s.io/yaml"
 
@@ -233,3 +234,78 @@ func TestGatewayHashPolicyMatchesIstiod(t *testing.T) {
 }
 
 func newRouteConfiguration() *routev3.RouteConfiguration { return &routev3.RouteConfiguration{} }
+
+// TestDestinationRuleTunnelMatchesIstiod: case dr-tunnel, the TCP proxies
+// of the entries' outbound listeners compared with istiod's field by field.
+func TestDestinationRuleTunnelMatchesIstiod(t *testing.T) {
+	c := loadIstiodRefCase(t, "dr-tunnel")
+	b, err := os.ReadFile(filepath.Join(c.dir, "istiod", c.proxies[0].Name+".json"))
+	if err != nil {
+		t.Skipf("istiod's output not produced yet: %v", err)
+	}
+	var dump struct {
+		Configs []map[string]any `json:"configs"`
+	}
+	if err := json.Unmarshal(b, &dump); err != nil {
+		t.Fatal(err)
+	}
+	// The tcp_proxy of each listener of the case's addresses.
+	tcpProxies := func(l map[string]any) []any {
+		var out []any
+		for _, fc := range asList(l["filterChains"]) {
+			for _, f := range asList(fc.(map[string]any)["filters"]) {
+				if fm := f.(map[string]any); fm["name"] == "envoy.filters.network.tcp_proxy" {
+					out = append(out, fm["typedConfig"])
+				}
+			}
+		}
+		return out
+	}
+	want := map[string][]any{}
+	for _, cm := range dump.Configs {
+		if cm["@type"] != "type.googleapis.com/envoy.admin.v3.ListenersConfigDump" {
+			continue
+		}
+		for _, d := range asList(cm["dynamicListeners"]) {
+			l := d.(map[string]any)["activeState"].(map[string]any)["listener"].(map[string]any)
+			if name := l["name"].(string); strings.HasPrefix(name, "240.0.25.") {
+				want[name] = tcpProxies(l)
+			}
+		}
+	}
+	snap := lrLoad(t, map[string][]byte{"config.yaml": c.config})
+	mesh := encode.DefaultMesh()
+	n := c.node(t, 0)
+	class := ClassOf(snap, mesh.RootNamespace, n)
+	sc := NewScope(snap, &class)
+	sc.Instances = ComputeInstances(snap, n)
+	names := slices.Sorted(mapsKeys(want))
+	if len(names) != 2 {
+		t.Fatalf("istiod's listeners %q", names)
+	}
+	rs, err := buildListeners(sc, mesh, verifyingCache(), nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for i, l := range decodeResources(t, rs, newListener) {
+		w, ok := want[rs[i].Name]
+		if !ok {
+			continue
+		}
+		seen++
+		var got map[string]any
+		j, _ := json.Marshal(protoJSON(t, l))
+		_ = json.Unmarshal(j, &got)
+		var diffs []string
+		jsonDiff(rs[i].Name, w, tcpProxies(got), &diffs)
+		for _, d := range diffs {
+			t.Error(d)
+		}
+	}
+	if seen != len(names) {
+		t.Errorf("%d of istiod's listeners %q built", seen, names)
+	}
+}
+
+func newListener() *listenerv3.Listener { return &listenerv3.Listener{} }
