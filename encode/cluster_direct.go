@@ -76,9 +76,11 @@ func cdProtocolOptionsBytes(set func(*clState)) []byte {
 
 // ClusterDirect reports whether [AppendCluster] encodes the cluster k
 // describes directly: an outbound EDS cluster of a sidecar or router with
-// no DestinationRule. It allocates nothing.
+// no DestinationRule (nor ServiceEntry subjectAltNames). It allocates
+// nothing.
 func ClusterDirect(k *ClusterKey) bool {
 	return k.Role == ClusterOutbound && k.DestinationRule == nil && k.Subset == "" && k.Service != nil &&
+		len(k.Service.SubjectAltNames) == 0 &&
 		(k.ProxyType == ProxySidecar || k.ProxyType == ProxyRouter) &&
 		clDiscoveryType(k.ProxyType, k.Service) == clusterv3.Cluster_EDS
 }

@@ -39,6 +39,9 @@ type GatewayVirtualHostKey struct {
 	Sources      []GatewayRouteSource
 	RequireTLS   bool
 	Destinations []*index.Service
+	// DestinationRules are the consistent-hash DestinationRules of the
+	// destinations, by hostname (the routes' hash_policy, as sidecars').
+	DestinationRules []HostDestinationRule
 	// RoutesPort is the port the routes are translated for: Port, or 0
 	// when no route depends on the port, so that the virtual hosts of one
 	// VirtualService on several ports share one routes part. Set it with
@@ -79,6 +82,7 @@ func (k *GatewayVirtualHostKey) fieldsHash() uint64 {
 	}
 	h.Bool(k.RequireTLS)
 	hashSvcRows(&h, k.Destinations)
+	hashHostRules(&h, k.DestinationRules)
 	h.U32(k.RoutesPort)
 	if v := h.Sum(); v != 0 {
 		return v
@@ -215,7 +219,8 @@ func gatewayRouteItems(n index.Names, k *GatewayRoutesKey, omitMeta, direct bool
 	var items, catchAll []gwRouteItem
 	// One key and gateway side serve every source: routes keep no
 	// reference to them.
-	vk := &VirtualHostKey{Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: k.Port}
+	vk := &VirtualHostKey{Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: k.Port,
+		DestinationRules: k.DestinationRules}
 	gw := &gwRoute{ports: newOnlyPorts(n, k.Destinations)}
 	for i := range k.Sources {
 		s := &k.Sources[i]
@@ -228,7 +233,7 @@ func gatewayRouteItems(n index.Names, k *GatewayRoutesKey, omitMeta, direct bool
 		rc.eachRoute(func(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) (bool, bool) {
 			var it gwRouteItem
 			var ca bool
-			if direct && gwSimple(in, m) {
+			if direct && gwSimple(in, m) && rc.destinationConsistentHash(in.GetRoute()[0].GetDestination()) == nil {
 				if !rc.applies(m) {
 					return false, false
 				}

@@ -36,11 +36,12 @@ const (
 // depends on the port: the routes part it keys is then shared by the
 // virtual hosts of one VirtualService on every port.
 type GatewayRoutesKey struct {
-	Namespace    string
-	DomainSuffix string
-	Port         uint32
-	Sources      []GatewayRouteSource
-	Destinations []*index.Service
+	Namespace        string
+	DomainSuffix     string
+	Port             uint32
+	Sources          []GatewayRouteSource
+	Destinations     []*index.Service
+	DestinationRules []HostDestinationRule
 }
 
 // Hash feeds every field.
@@ -55,7 +56,17 @@ func (k *GatewayRoutesKey) Hash() uint64 {
 		hashCfgRow(&h, k.Sources[i].VirtualService)
 	}
 	hashSvcRows(&h, k.Destinations)
+	hashHostRules(&h, k.DestinationRules)
 	return h.Sum()
+}
+
+// hashHostRules feeds host-keyed DestinationRules (as VirtualHostKey's).
+func hashHostRules(h *Hasher, rules []HostDestinationRule) {
+	h.Int(len(rules))
+	for i := range rules {
+		h.Str(rules[i].Host)
+		hashCfgRow(h, rules[i].Rule)
+	}
 }
 
 // routesKeyAt is the routes key of k's virtual host on port.
@@ -65,7 +76,8 @@ func (k *GatewayVirtualHostKey) routesKeyAt(port uint32) *GatewayRoutesKey {
 }
 
 func (k *GatewayVirtualHostKey) routesKeyValue(port uint32) GatewayRoutesKey {
-	return GatewayRoutesKey{Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: port, Sources: k.Sources, Destinations: k.Destinations}
+	return GatewayRoutesKey{Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: port, Sources: k.Sources, Destinations: k.Destinations,
+		DestinationRules: k.DestinationRules}
 }
 
 // SetRoutesPort sets k.RoutesPort: 0 when k's routes are the same on every

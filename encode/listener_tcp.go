@@ -1,8 +1,10 @@
 package encode
 
 import (
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -207,8 +209,8 @@ func (ls *ListenerService) tcpProxy(statPrefix, cluster, host, subset string) *l
 }
 
 // applyRule sets what istiod takes from a DestinationRule on a TCP proxy:
-// the connection pool's idle timeout and maximum connection duration, and
-// source IP hashing (maybeSetHashPolicy).
+// the connection pool's idle timeout and maximum connection duration,
+// source IP hashing (maybeSetHashPolicy) and the tunnel.
 func (ls *ListenerService) applyRule(p *tcp.TcpProxy, host, subset string) {
 	var dr *networking.DestinationRule
 	for i := range ls.DestinationRules {
@@ -235,6 +237,32 @@ func (ls *ListenerService) applyRule(p *tcp.TcpProxy, host, subset string) {
 	}
 	if sourceIP {
 		p.HashPolicy = []*typev3.HashPolicy{{PolicySpecifier: &typev3.HashPolicy_SourceIp_{SourceIp: &typev3.HashPolicy_SourceIp{}}}}
+	}
+	applyTunnel(p, dr, subset)
+}
+
+// applyTunnel is istiod's tunnelingconfig.Apply: the traffic policy's
+// tunnel (a subset's for a route to a subset, not falling back to the
+// rule's) makes the proxy tunnel the connection over HTTP CONNECT, or
+// POST, to targetHost:targetPort. A weighted route takes the rule's.
+func applyTunnel(p *tcp.TcpProxy, dr *networking.DestinationRule, subset string) {
+	var t *networking.TrafficPolicy_TunnelSettings
+	if subset != "" {
+		for _, s := range dr.GetSubsets() {
+			if s.GetName() == subset {
+				t = s.GetTrafficPolicy().GetTunnel()
+				break
+			}
+		}
+	} else {
+		t = dr.GetTrafficPolicy().GetTunnel()
+	}
+	if t == nil {
+		return
+	}
+	p.TunnelingConfig = &tcp.TcpProxy_TunnelingConfig{
+		Hostname: net.JoinHostPort(t.GetTargetHost(), strconv.FormatUint(uint64(t.GetTargetPort()), 10)),
+		UsePost:  t.GetProtocol() == "POST",
 	}
 }
 

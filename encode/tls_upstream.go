@@ -96,10 +96,16 @@ func clExactSANs(sans []string) []*matcherv3.StringMatcher {
 	return out
 }
 
-// spiffeSANs turns the key's service accounts into SPIFFE identities.
+// spiffeSANs is istiod's PushContext.ServiceAccounts for the key's
+// service: its endpoints' service accounts as SPIFFE identities, and a
+// ServiceEntry's subjectAltNames, sorted, without duplicates.
 func (s *clState) spiffeSANs() []string {
 	k := s.k
-	if len(k.ServiceAccounts) == 0 {
+	var sans []index.Sym
+	if k.Service != nil {
+		sans = k.Service.SubjectAltNames
+	}
+	if len(k.ServiceAccounts) == 0 && len(sans) == 0 {
 		return nil
 	}
 	td := "cluster.local"
@@ -107,12 +113,15 @@ func (s *clState) spiffeSANs() []string {
 		td = k.Mesh.TrustDomain
 	}
 	ns := k.names.String(k.Service.Key.Namespace)
-	out := make([]string, len(k.ServiceAccounts))
-	for i, sa := range k.ServiceAccounts {
-		out[i] = "spiffe://" + td + "/ns/" + ns + "/sa/" + k.names.String(sa)
+	out := make([]string, 0, len(k.ServiceAccounts)+len(sans))
+	for _, sa := range k.ServiceAccounts {
+		out = append(out, "spiffe://"+td+"/ns/"+ns+"/sa/"+k.names.String(sa))
+	}
+	for _, san := range sans {
+		out = append(out, k.names.String(san))
 	}
 	slices.Sort(out) // istiod lists them sorted
-	return out
+	return slices.Compact(out)
 }
 
 // applyUpstreamTLS is istiod's buildUpstreamTLSSettings plus
@@ -168,9 +177,11 @@ func (s *clState) applyUpstreamTLS(tls *networking.ClientTLSSettings, sni string
 func (s *clState) upstreamTLSContext(tls *networking.ClientTLSSettings) *tlsv3.UpstreamTlsContext {
 	// A credentialName in a DestinationRule without a workload selector is
 	// ignored for sidecars: it would make every sidecar fetch the secret.
-	// (pilotfish does not apply selector DestinationRules, see engine.)
+	// A rule with a selector (TLS origination for the workloads it
+	// selects) keeps it.
+	withSelector := s.k.DestinationRule != nil && s.k.DestinationRule.HasSelector
 	if tls.CredentialName != "" && !strings.HasPrefix(tls.CredentialName, "configmap://") && s.k.ProxyType == ProxySidecar &&
-		(tls.Mode == networking.ClientTLSSettings_SIMPLE || tls.Mode == networking.ClientTLSSettings_MUTUAL) {
+		!withSelector && (tls.Mode == networking.ClientTLSSettings_SIMPLE || tls.Mode == networking.ClientTLSSettings_MUTUAL) {
 		return nil
 	}
 	switch tls.Mode {

@@ -39,7 +39,7 @@ type pendingChanges struct {
 
 func (a *changeAccumulator) init() { a.wake = make(chan struct{}, 1) }
 
-func (a *changeAccumulator) add(_ *index.Snapshot, cs *index.ChangeSet) {
+func (a *changeAccumulator) add(snap *index.Snapshot, cs *index.ChangeSet) {
 	now := time.Now()
 	a.mu.Lock()
 	p := &a.pending
@@ -53,12 +53,13 @@ func (a *changeAccumulator) add(_ *index.Snapshot, cs *index.ChangeSet) {
 		p.scoped = p.scoped.add(rest, p.full)
 		p.full = true
 	}
-	// Sidecars, Gateways and security policies select proxies by labels:
+	// Sidecars, Gateways, security policies and DestinationRules with a
+	// workloadSelector select proxies by labels:
 	// they change classes.
 	if len(cs.Services) > 0 || len(cs.Workloads) > 0 ||
 		len(cs.Configs[index.ConfigSidecar]) > 0 || len(cs.Configs[index.ConfigGateway]) > 0 ||
 		len(cs.Configs[index.ConfigPeerAuthentication]) > 0 || len(cs.Configs[index.ConfigAuthorizationPolicy]) > 0 ||
-		len(cs.Configs[index.ConfigRequestAuthentication]) > 0 {
+		len(cs.Configs[index.ConfigRequestAuthentication]) > 0 || selectorRuleChanged(snap, cs) {
 		p.instances = true
 	}
 	if len(cs.Endpoints) > 0 {
@@ -89,4 +90,19 @@ func (a *changeAccumulator) take() pendingChanges {
 	p := a.pending
 	a.pending = pendingChanges{}
 	return p
+}
+
+// selectorRuleChanged reports whether a DestinationRule with a
+// workloadSelector (whose label keys are part of the classes of its
+// namespace) changed or one went away.
+func selectorRuleChanged(snap *index.Snapshot, cs *index.ChangeSet) bool {
+	for _, k := range cs.Configs[index.ConfigDestinationRule] {
+		if snap == nil {
+			return true
+		}
+		if c, ok := snap.Config(index.ConfigDestinationRule, k); !ok || c.HasSelector {
+			return true
+		}
+	}
+	return false
 }

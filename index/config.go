@@ -68,6 +68,10 @@ type Config struct {
 	DryRun     bool
 	ExportTo   ExportTo
 	Generation int64
+	// Created is a DestinationRule's metadata.creationTimestamp in Unix
+	// seconds (0: unknown, as in files without it): istiod merges several
+	// rules for one host oldest first.
+	Created int64
 	// SourceFile and SourceLine say where the object came from (a file of
 	// the file source; 0 for objects from an API server).
 	SourceFile Sym

@@ -19,6 +19,7 @@ func TestRowHashCoversEveryField(t *testing.T) {
 		Addresses: []netip.Prefix{netip.PrefixFrom(addr, 32)},
 		Ports:     []Port{{Name: 14, Number: 80, TargetPort: 8080, Protocol: ProtocolHTTP}},
 		ExportTo:  ExportTo{Namespaces: []Sym{15}}, Labels: 16, Selector: 17, ExternalName: 18,
+		SubjectAltNames: []Sym{19},
 	}
 	wl := &Workload{
 		Key: WorkloadKey{Kind: WorkloadPod, Namespace: 11, Name: 12}, Addr: addr, Labels: 13,

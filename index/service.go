@@ -131,6 +131,9 @@ type Service struct {
 	Selector     LabelSetID
 	HasSelector  bool
 	ExternalName Sym // Kubernetes ExternalName target
+	// SubjectAltNames are a ServiceEntry's subjectAltNames, as written:
+	// upstream TLS verifies them with the endpoints' identities.
+	SubjectAltNames []Sym
 	// Hash is the content hash, computed by the writer when the row is put.
 	Hash uint64
 }
@@ -163,6 +166,8 @@ func (s *Service) computeHash() uint64 {
 		h.pair(p.TargetPort, uint32(p.Protocol))
 	}
 	hashSyms(&h, s.ExportTo.Namespaces)
+	h.u32(uint32(len(s.SubjectAltNames)))
+	hashSyms(&h, s.SubjectAltNames)
 	return h.sum()
 }
 

@@ -69,11 +69,15 @@ func keptAnnotations(k Kind, a map[string]string) map[string]string {
 // labels, generation, its annotations) and the resourceVersion the
 // informers compare.
 func trimMeta(k Kind, m *metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
+	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, Labels: m.Labels,
 		ResourceVersion: m.ResourceVersion, Generation: m.Generation,
 		Annotations: keptAnnotations(k, m.Annotations),
 	}
+	if k == KindDestinationRule {
+		out.CreationTimestamp = m.CreationTimestamp // merge order (index.Config.Created)
+	}
+	return out
 }
 
 // converterView is o with only the annotations its converter reads: o

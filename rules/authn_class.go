@@ -11,7 +11,8 @@ const tlsModeLabel = "security.istio.io/tlsMode"
 // securityLabels is the part of a proxy's labels its class keeps (the
 // ProxyClass.Labels field): the labels whose keys a workload selector of a
 // PeerAuthentication, AuthorizationPolicy or RequestAuthentication in the
-// proxy's or the root namespace names, and tlsMode. Proxies that differ
+// proxy's or the root namespace names, or of a DestinationRule in the
+// proxy's namespace (only there do they apply, destrule.go), and tlsMode. Proxies that differ
 // only in labels no security policy looks at (pod-template-hash,
 // statefulset pod names) still share a class. A proxy with labels of which
 // none matter gets "-" (labels known, none relevant), so that the scope
@@ -27,6 +28,21 @@ func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
 	var keys map[string]bool
 	root, _ := snap.Symbols.Lookup(rootNS)
 	space, _ := snap.Symbols.Lookup(ns)
+	addKeys := func(c *index.Config) bool {
+		if !c.HasSelector {
+			return true
+		}
+		for _, l := range snap.Labels.Get(c.Selector) {
+			if keys == nil {
+				keys = map[string]bool{}
+			}
+			keys[snap.String(l.Key)] = true
+		}
+		return true
+	}
+	if space != 0 && snap.NumConfigs(index.ConfigDestinationRule) > 0 {
+		snap.ConfigsInNamespace(index.ConfigDestinationRule, space, addKeys)
+	}
 	for _, kind := range []index.ConfigKind{index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication} {
 		if snap.NumConfigs(kind) == 0 {
 			continue
@@ -35,18 +51,7 @@ func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
 			if s == 0 {
 				continue
 			}
-			snap.ConfigsInNamespace(kind, s, func(c *index.Config) bool {
-				if !c.HasSelector {
-					return true
-				}
-				for _, l := range snap.Labels.Get(c.Selector) {
-					if keys == nil {
-						keys = map[string]bool{}
-					}
-					keys[snap.String(l.Key)] = true
-				}
-				return true
-			})
+			snap.ConfigsInNamespace(kind, s, addKeys)
 		}
 	}
 	kept := map[string]string{}

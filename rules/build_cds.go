@@ -150,7 +150,7 @@ func (b *cdsBuilder) outbound(svc *index.Service, dst []Resource) ([]Resource, e
 		return dst, nil
 	}
 	k := &b.key
-	dr := destinationRule(b.snap, k.Mesh, b.sc.Namespace, svc)
+	dr := destinationRule(b.sc, k.Mesh, svc)
 	dns := svc.Resolution == index.ResolutionDNS || svc.Resolution == index.ResolutionDNSRoundRobin
 	// A mesh-external service without a DestinationRule reads nothing from
 	// its endpoints but inline DNS endpoints (no auto mTLS: no SANs, no
@@ -242,7 +242,7 @@ func (b *cdsBuilder) inbound(dst []Resource) ([]Resource, error) {
 			Port:            first.Port,
 			TargetPort:      first.TargetPort,
 			Inbound:         b.inboundSvcs,
-			DestinationRule: destinationRule(b.snap, k.Mesh, b.sc.Namespace, first.Service),
+			DestinationRule: inboundDestinationRule(b.sc, k.Mesh, first.Service),
 		}
 		if dst, err = b.emit(dst); err != nil {
 			return dst, err
@@ -275,7 +275,7 @@ func (b *cdsBuilder) named(names []string, dst []Resource) ([]Resource, error) {
 		if p == nil {
 			continue
 		}
-		dr := destinationRule(b.snap, k.Mesh, b.sc.Namespace, svc)
+		dr := destinationRule(b.sc, k.Mesh, svc)
 		*k = encode.ClusterKey{Role: encode.ClusterOutbound, Mesh: k.Mesh, ProxyType: k.ProxyType, IPv6: k.IPv6,
 			ClusterID: k.ClusterID,
 			Service:   svc, Port: *p, DestinationRule: dr,
@@ -349,8 +349,8 @@ var saCache = xsync.NewMap[saKey, []index.Sym]()
 const saCacheMax = 1 << 16
 
 // serviceAccounts returns the sorted, unique service accounts of a
-// service's endpoints (istiod's PushContext.ServiceAccounts, less the
-// subjectAltNames of ServiceEntries, which the index does not carry).
+// service's endpoints (istiod's PushContext.ServiceAccounts; encode adds a
+// ServiceEntry's subjectAltNames, index.Service.SubjectAltNames).
 func serviceAccounts(syms *index.Symbols, svc *index.Service, shard *index.EndpointShard) []index.Sym {
 	if shard == nil {
 		return nil

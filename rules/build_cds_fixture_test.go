@@ -20,6 +20,8 @@ type xdsFixture struct {
 	t testing.TB
 	w *index.Writer
 	b index.Batch
+	// created is the creation time config gives the rows it puts.
+	created int64
 }
 
 func newXDSFixture(t testing.TB) *xdsFixture { return &xdsFixture{t: t, w: index.NewWriter()} }
@@ -116,6 +118,7 @@ func (f *xdsFixture) config(kind index.ConfigKind, ns, name string, spec proto.M
 			c.SubsetLabels = append(c.SubsetLabels, f.labels(kv...))
 		}
 	}
+	c.Created = f.created
 	f.b.PutConfig(c)
 	return c.Key
 }

@@ -34,16 +34,11 @@ import (
 //   - proxyless gRPC with ISTIO_MUTUAL: the root CA provider goes in
 //     validation_context instead of the deprecated combined field, which
 //     fails Envoy's ValidateAll (gRPC reads both since 1.66);
-//   - several DestinationRules for one host in one namespace: the oldest
-//     wins (istiod merges their subsets); rules with a workloadSelector are
-//     not applied (a proxy class has no labels);
 //   - locality failoverPriority (needs the proxy's labels) and zone-aware
 //     load balancing settings are not applied;
 //   - PeerAuthentication is read at namespace and mesh level only (istiod
 //     also checks workload-selector and port-level policies per endpoint
 //     for the EDS tlsMode match);
-//   - ServiceEntry subjectAltNames are not in the SANs (the index does not
-//     carry them); service accounts come from the endpoints;
 //   - MeshConfig knobs that Mesh does not carry keep istiod's defaults:
 //     h2UpgradePolicy, {inbound,outbound}ClusterStatName, tcpKeepalive,
 //     defaultTrafficPolicy, inboundTrafficPolicy (always PASSTHROUGH, so
@@ -82,6 +77,21 @@ func readIstiodXDS(t testing.TB, file string) *istiodXDS {
 	if err != nil {
 		t.Skipf("istiod reference output not available: %v", err)
 	}
+	return parseIstiodXDS(t, b)
+}
+
+// readIstiodXDSFile reads a dump at path (an istiodref case's).
+func readIstiodXDSFile(t testing.TB, path string) *istiodXDS {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseIstiodXDS(t, b)
+}
+
+func parseIstiodXDS(t testing.TB, b []byte) *istiodXDS {
+	t.Helper()
 	var dump struct {
 		Configs []map[string]any `json:"configs"`
 	}

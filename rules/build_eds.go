@@ -99,7 +99,7 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 	if svc.Resolution != index.ResolutionDNS && svc.Resolution != index.ResolutionDNSRoundRobin {
 		k.Shard = b.snap.Endpoints(svc.Key)
 	}
-	dr := destinationRule(b.snap, b.mesh, b.sc.Namespace, svc)
+	dr := destinationRule(b.sc, b.mesh, svc)
 	defined = subset == ""
 	if subset != "" && dr != nil {
 		k.SubsetLabels = subsetLabels(dr, subset)
@@ -151,7 +151,7 @@ func clusterNamesForEDS(sc *Scope, mesh *encode.Mesh, dst []string) []string {
 			continue
 		}
 		host := snap.String(svc.Key.Host)
-		spec, _ := clusterDRSpec(destinationRule(snap, mesh, sc.Namespace, svc))
+		spec, _ := clusterDRSpec(destinationRule(sc, mesh, svc))
 		for _, p := range svc.Ports {
 			if p.Protocol == index.ProtocolUDP {
 				continue

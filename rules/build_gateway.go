@@ -171,6 +171,7 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 		}
 	}
 	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways)
+	m.digest = withDestinationRules(sc, m.digest, m.dests) // destrule_gateway.go
 	return m
 }
 
@@ -412,6 +413,7 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 					}
 				}
 			}
+			k.DestinationRules = gatewayHashRules(sc, mesh, k.Destinations) // destrule_gateway.go
 			rk.keys = append(rk.keys, k)
 			groups[string(sig)] = k
 		}

@@ -1,7 +1,7 @@
 package rules
 
 import (
-	"slices"
+	"strings"
 	"unsafe"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -10,82 +10,100 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-// DestinationRule lookup, as istiod's PushContext.destinationRule does it
-// for a proxy in namespace proxyNS and a service:
+// DestinationRule lookup, as istiod's PushContext.destinationRule and
+// SidecarScope.DestinationRule do it for a proxy in namespace proxyNS and a
+// service. istiod files each rule into pools (destrule_pool.go): the rules
+// visible in their own namespace ("local"), the rules exported beyond it
+// ("exported"), and the root namespace's private ones; within a pool the
+// rules of one host are consolidated (merged). The lookup takes the first
+// of:
 //
-//  1. rules in the proxy's namespace that are visible there (exportTo
-//     empty, "*", "." or naming the namespace); for a proxy in the root
-//     namespace, the root namespace's private rules;
-//  2. rules in the service's namespace exported to the proxy's namespace;
-//  3. rules in the root namespace exported to the proxy's namespace.
+//  1. the proxy's namespace's local pool (for a proxy in the root
+//     namespace, the root namespace's private pool);
+//  2. the service's namespace's exported pool, keeping the rules exported to
+//     the proxy's namespace;
+//  3. the root namespace's exported pool, the same way.
 //
-// Within each step the most specific host wins: the exact host, else the
-// longest matching wildcard ("*.ns.svc.cluster.local" before "*.local"
-// before "*"). Among several rules for the same host the oldest (lowest
-// row ID) is taken; istiod merges their subsets instead (a known
-// difference). Rules with a workloadSelector apply to selected workloads
-// only, which a proxy class cannot tell, so they are skipped.
-func destinationRule(snap *index.Snapshot, mesh *encode.Mesh, proxyNS index.Sym, svc *index.Service) *index.Config {
+// In each pool the most specific host that has rules decides: the exact
+// host, else the longest matching wildcard ("*.ns.svc.cluster.local" before
+// "*.local" before "*"), even when none of its rules is exported to the
+// proxy (the next step is then tried, not a broader wildcard).
+//
+// Of the consolidated rules found, the first with a workloadSelector that
+// selects the proxy (rules with a selector are private to their namespace,
+// and apply to outbound traffic only) wins, else the last without one.
+func destinationRule(sc *Scope, mesh *encode.Mesh, svc *index.Service) *index.Config {
+	return destinationRuleDir(sc, mesh, svc, true)
+}
+
+// inboundDestinationRule is the rule of a proxy's own service for its
+// inbound clusters: selector rules do not apply (istiod's
+// TrafficDirectionInbound).
+func inboundDestinationRule(sc *Scope, mesh *encode.Mesh, svc *index.Service) *index.Config {
+	return destinationRuleDir(sc, mesh, svc, false)
+}
+
+func destinationRuleDir(sc *Scope, mesh *encode.Mesh, svc *index.Service, outbound bool) *index.Config {
+	snap := sc.Snapshot
 	if svc == nil || snap.NumConfigs(index.ConfigDestinationRule) == 0 {
 		return nil
 	}
-	root, _ := snap.Symbols.Lookup(mesh.RootNamespace)
-	svcNS := svc.Key.Namespace
-	if proxyNS != root || root == 0 {
-		if c := mostSpecificDR(snap, svc.Key.Host, func(c *index.Config) bool {
-			return c.Key.Namespace == proxyNS && drLocal(c)
-		}); c != nil {
-			return c
-		}
-	} else {
-		if c := mostSpecificDR(snap, svc.Key.Host, func(c *index.Config) bool {
-			return c.Key.Namespace == root && drPrivate(c)
-		}); c != nil {
-			return c
-		}
+	l := drLookup{sc: sc, snap: snap, proxyNS: sc.Namespace}
+	l.root, _ = snap.Symbols.Lookup(mesh.RootNamespace)
+	var found drFound
+	switch {
+	case l.proxyNS != l.root || l.root == 0:
+		found = l.find(drPoolLocal, l.proxyNS, svc.Key.Host)
+	default:
+		found = l.find(drPoolRootLocal, l.root, svc.Key.Host)
 	}
-	exported := func(ns index.Sym) func(*index.Config) bool {
-		return func(c *index.Config) bool {
-			return c.Key.Namespace == ns && !drPrivate(c) && c.ExportTo.VisibleTo(c.Key.Namespace, proxyNS)
+	if found.ok() {
+		return l.pick(&found, outbound)
+	}
+	for _, ns := range [2]index.Sym{svc.Key.Namespace, l.root} {
+		if ns == 0 {
+			continue
 		}
-	}
-	if c := mostSpecificDR(snap, svc.Key.Host, exported(svcNS)); c != nil {
-		return c
-	}
-	if root != 0 {
-		return mostSpecificDR(snap, svc.Key.Host, exported(root))
+		if found = l.find(drPoolExported, ns, svc.Key.Host); found.ok() && l.exportedAny(&found) {
+			return l.pick(&found, outbound)
+		}
 	}
 	return nil
 }
 
-// drLocal: the rule applies in its own namespace.
-func drLocal(c *index.Config) bool {
-	e := &c.ExportTo
-	if e.None {
-		return false
-	}
-	return e.Private || len(e.Namespaces) == 0 || slices.Contains(e.Namespaces, c.Key.Namespace)
+// drLookup is one lookup's state.
+type drLookup struct {
+	sc         *Scope
+	snap       *index.Snapshot
+	proxyNS    index.Sym
+	root       index.Sym
+	exportOnly bool // pick: keep only the rules exported to proxyNS
 }
 
-// drPrivate: exported to its own namespace only ("." or the namespace).
-func drPrivate(c *index.Config) bool {
-	e := &c.ExportTo
-	if e.None {
-		return true
-	}
-	if e.Private {
-		return len(e.Namespaces) == 0 || (len(e.Namespaces) == 1 && e.Namespaces[0] == c.Key.Namespace)
-	}
-	return len(e.Namespaces) == 1 && e.Namespaces[0] == c.Key.Namespace
+// drFound is the consolidated rules of one pool and host: one (no merge
+// needed, the common case, found without allocating) or a memoized list.
+type drFound struct {
+	one  drEntry
+	many []drEntry
 }
 
-// mostSpecificDR returns the first usable rule for host itself, else for
-// the longest wildcard that matches it.
-func mostSpecificDR(snap *index.Snapshot, host index.Sym, ok func(*index.Config) bool) *index.Config {
-	if c := firstDR(snap, host, ok); c != nil {
-		return c
+func (f *drFound) ok() bool { return f.one.rule != nil || len(f.many) > 0 }
+
+// entries returns the rules found (one: as a one-element slice of f's).
+func (f *drFound) entries() []drEntry {
+	if f.one.rule != nil {
+		return unsafe.Slice(&f.one, 1)
 	}
-	h := snap.String(host)
+	return f.many
+}
+
+// find returns the consolidated rules of the most specific host matching
+// host in the pool of ns.
+func (l *drLookup) find(pool drPool, ns index.Sym, host index.Sym) drFound {
+	if f := l.consolidated(pool, ns, host); f.ok() {
+		return f
+	}
+	h := l.snap.String(host)
 	var buf [256]byte
 	for i := 0; i < len(h); i++ {
 		if h[i] != '.' {
@@ -101,31 +119,132 @@ func mostSpecificDR(snap *index.Snapshot, host index.Sym, ok func(*index.Config)
 		if cand == h {
 			continue
 		}
-		if s, found := snap.Symbols.Lookup(cand); found {
-			if c := firstDR(snap, s, ok); c != nil {
-				return c
+		if s, found := l.snap.Symbols.Lookup(cand); found {
+			if f := l.consolidated(pool, ns, s); f.ok() {
+				return f
 			}
 		}
 	}
-	if s, found := snap.Symbols.Lookup("*"); found && h != "*" {
-		return firstDR(snap, s, ok)
+	if s, found := l.snap.Symbols.Lookup("*"); found && h != "*" {
+		return l.consolidated(pool, ns, s)
 	}
-	return nil
+	return drFound{}
 }
 
-func firstDR(snap *index.Snapshot, host index.Sym, ok func(*index.Config) bool) *index.Config {
-	var out *index.Config
-	snap.ConfigsByHost(index.ConfigDestinationRule, host, func(c *index.Config) bool {
-		if c.HasSelector || !ok(c) {
+// consolidated returns the pool's rules for exactly host: the single one
+// directly, several merged (memoized per config version in the scope's
+// view).
+func (l *drLookup) consolidated(pool drPool, ns, host index.Sym) drFound {
+	var first *index.Config
+	n := 0
+	l.snap.ConfigsByHost(index.ConfigDestinationRule, host, func(c *index.Config) bool {
+		if c.Key.Namespace != ns || !drInPool(l.snap, c, pool, l.root) {
 			return true
 		}
-		if _, isDR := c.Spec.(*networking.DestinationRule); !isDR {
-			return true
+		if n == 0 {
+			first = c
 		}
-		out = c
-		return false
+		n++
+		return n < 2
 	})
-	return out
+	switch n {
+	case 0:
+		return drFound{}
+	case 1:
+		return drFound{one: drEntry{rule: first, selector: first.HasSelector}}
+	}
+	return drFound{many: l.sc.view.mergedDestinationRules(l.snap, drPoolKey{pool: pool, ns: ns, host: host}, l.root)}
+}
+
+// exportedAny reports whether some rule of an exported pool's list is
+// exported to the proxy's namespace (istiod's
+// getExportedDestinationRuleFromNamespace), and makes pick keep only those.
+func (l *drLookup) exportedAny(f *drFound) bool {
+	proxyNS := l.sc.Class.Namespace // its symbol may not exist
+	seen := false
+	for i, es := 0, f.entries(); i < len(es) && !seen; i++ {
+		seen = drExportedTo(&es[i], proxyNS)
+	}
+	l.exportOnly = seen
+	return seen
+}
+
+// drExportedTo is istiod's check of a consolidated rule's exportTo set
+// against a client namespace: empty, "*" or the namespace by name.
+func drExportedTo(e *drEntry, ns string) bool {
+	if e.selector {
+		return false // {"."}
+	}
+	list := drSpec(e.rule).GetExportTo()
+	if len(list) == 0 {
+		return true
+	}
+	for _, x := range list {
+		if x == "*" || x == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// pick is istiod's SidecarScope.DestinationRule over the rules found.
+func (l *drLookup) pick(f *drFound, outbound bool) *index.Config {
+	var catchAll *index.Config
+	proxyNS := ""
+	if l.exportOnly {
+		proxyNS = l.sc.Class.Namespace
+	}
+	es := f.entries()
+	for i := range es {
+		e := &es[i]
+		switch {
+		case l.exportOnly && !drExportedTo(e, proxyNS):
+		case !e.selector:
+			catchAll = e.rule
+		case outbound && e.rule.Key.Namespace == l.proxyNS && l.selects(e.rule.Selector):
+			return e.rule
+		}
+	}
+	return catchAll
+}
+
+// selects reports whether a DestinationRule's workloadSelector matches the
+// scope's proxies: their class keeps every label a selector rule of their
+// namespace names (securityLabels), so the class's labels decide.
+func (l *drLookup) selects(sel index.LabelSetID) bool {
+	labels := l.sc.Class.Labels
+	if labels == "" {
+		// Labels unknown to the class: those of the proxy's workload.
+		return labelsMatch(l.snap, sel, scopeLabels(l.sc))
+	}
+	for _, lb := range l.snap.Labels.Get(sel) {
+		if !classHasLabel(labels, l.snap.String(lb.Key), l.snap.String(lb.Value)) {
+			return false
+		}
+	}
+	return true
+}
+
+// classHasLabel reports whether ProxyClass.Labels (sorted "k=v" lines)
+// holds k=v, without allocating.
+func classHasLabel(labels, k, v string) bool {
+	for labels != "" {
+		line := labels
+		if i := strings.IndexByte(labels, '\n'); i >= 0 {
+			line, labels = labels[:i], labels[i+1:]
+		} else {
+			labels = ""
+		}
+		if len(line) == len(k)+1+len(v) && strings.HasPrefix(line, k) && line[len(k)] == '=' && strings.HasSuffix(line, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func drSpec(c *index.Config) *networking.DestinationRule {
+	spec, _ := c.Spec.(*networking.DestinationRule)
+	return spec
 }
 
 // subsetLabels returns the labels of the subset named name of the rule (0

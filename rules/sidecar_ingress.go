@@ -151,7 +151,7 @@ func (b *cdsBuilder) sidecarIngressClusters(row *index.Config, spec *networking.
 			if inst.TargetPort == p {
 				k.Cluster.Service = inst.Service
 				k.Cluster.Inbound = []*index.Service{inst.Service}
-				k.Cluster.DestinationRule = destinationRule(b.snap, k.Cluster.Mesh, b.sc.Namespace, inst.Service)
+				k.Cluster.DestinationRule = inboundDestinationRule(b.sc, k.Cluster.Mesh, inst.Service)
 				break
 			}
 		}
@@ -179,7 +179,7 @@ func (b *cdsBuilder) sidecarPoolClusters(row *index.Config, dst []Resource) ([]R
 		}
 		k := b.sidecarKey(row)
 		k.Cluster.Service, k.Cluster.Port, k.Cluster.TargetPort, k.Cluster.Inbound = first.Service, first.Port, first.TargetPort, svcs
-		k.Cluster.DestinationRule = destinationRule(b.snap, k.Cluster.Mesh, b.sc.Namespace, first.Service)
+		k.Cluster.DestinationRule = inboundDestinationRule(b.sc, k.Cluster.Mesh, first.Service)
 		if dst, err = b.emitSidecar(k, dst); err != nil {
 			return dst, err
 		}

@@ -17,7 +17,8 @@ import (
 //     by every Scope of that version: whether some Gateway has an
 //     AUTO_PASSTHROUGH server, and the merged gateways built in it (a
 //     router whose Gateways did not change reuses the previous version's,
-//     route keys included; only the previous version's are kept).
+//     route keys included; only the previous version's are kept), and the
+//     merged DestinationRules of hosts with several rules in a pool.
 //   - scopeMemo: per Scope, shared by the copies of the scope made for the
 //     endpoint-only snapshots that follow (their config is the same): the
 //     merged gateway, the route view, AUTO_PASSTHROUGH among the scope's
@@ -39,6 +40,9 @@ type configView struct {
 	mu       sync.Mutex
 	gateways map[uint64]*mergedGateway // by digest, built or reused in this version; guarded by mu
 	prev     map[uint64]*mergedGateway // the previous version's: read-only
+
+	drMu      sync.Mutex
+	destRules map[drPoolKey][]drEntry // merged DestinationRules (destrule_pool.go); guarded by drMu
 }
 
 func newConfigView(version uint64, verify bool, prev *configView) *configView {

@@ -274,7 +274,7 @@ func (v *routeView) addHashRules(sc *Scope, mesh *encode.Mesh) {
 	own := map[index.Sym]encode.HostDestinationRule{}
 	for _, id := range sc.Services {
 		svc := snap.ServiceByID(id)
-		dr := destinationRule(snap, mesh, sc.Namespace, svc)
+		dr := destinationRule(sc, mesh, svc)
 		if dr == nil {
 			continue
 		}
@@ -323,8 +323,8 @@ func (v *routeView) addHashRules(sc *Scope, mesh *encode.Mesh) {
 }
 
 // hasTCPSettings reports whether a DestinationRule sets what a TCP proxy
-// takes from it: an idle timeout, a maximum connection duration, or source
-// IP hashing.
+// takes from it: an idle timeout, a maximum connection duration, source IP
+// hashing, or a tunnel.
 func hasTCPSettings(c *index.Config) bool {
 	dr, ok := c.Spec.(*networking.DestinationRule)
 	if !ok {
@@ -334,11 +334,11 @@ func hasTCPSettings(c *index.Config) bool {
 	if tcp.GetIdleTimeout() != nil || tcp.GetMaxConnectionDuration() != nil {
 		return true
 	}
-	if dr.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp() {
+	if dr.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp() || dr.GetTrafficPolicy().GetTunnel() != nil {
 		return true
 	}
 	for _, s := range dr.GetSubsets() {
-		if s.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp() {
+		if s.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp() || s.GetTrafficPolicy().GetTunnel() != nil {
 			return true
 		}
 	}
