@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
 
+	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
@@ -76,6 +77,8 @@ type script struct {
 	a       *Archive
 	target  Target
 	proxies map[string]*proxy
+	// istiodCase is the istiodref case the script loaded (case NAME).
+	istiodCase *istiodref.Case
 }
 
 type proxy struct {
@@ -165,8 +168,15 @@ func (s *script) exec(args []string) error {
 			return err
 		}
 		return check(cmd, args[1], res, args[2:])
+	case "case":
+		if len(args) != 1 {
+			return fmt.Errorf("case wants the name of an istiodref case")
+		}
+		return s.loadCase(args[0])
+	case "istiod":
+		return s.compareIstiod(args)
 	}
-	return fmt.Errorf("unknown command %q (apply, replace, delete, proxy, valid, has, lacks, count, field, contains, excludes)", cmd)
+	return fmt.Errorf("unknown command %q (apply, replace, delete, proxy, case, valid, has, lacks, count, field, contains, excludes, istiod)", cmd)
 }
 
 func (s *script) changed() {
