@@ -282,6 +282,7 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 	cc := ctx.CommonTlsContext
 	switch {
 	case mode == networking.ServerTLSSettings_ISTIO_MUTUAL:
+		gwFileCRL(def, t)
 		cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{lsSDS("default")}
 		cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
@@ -298,6 +299,11 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 			cc.TlsCertificateSdsSecretConfigs = append(cc.TlsCertificateSdsSecretConfigs, adsSDS(gwCredentialPrefix+n))
 		}
 		if validate {
+			// Client certificate pinning; the CRL comes with the CA
+			// secret's ca.crl (crl) over SDS, not from caCrl (istiod's
+			// ApplyCredentialSDSToServerCommonTLSContext).
+			def.VerifyCertificateSpki = t.GetVerifyCertificateSpki()
+			def.VerifyCertificateHash = t.GetVerifyCertificateHash()
 			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 					DefaultValidationContext:         def,
@@ -314,6 +320,7 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 			}
 		}
 		if validate && t.GetCaCertificates() != "" {
+			gwFileCRL(def, t)
 			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 					DefaultValidationContext:         def,
@@ -335,6 +342,16 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 	return &core.TransportSocket{
 		Name:       "envoy.transport_sockets.tls",
 		ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: rtAny(ctx)},
+	}
+}
+
+// gwFileCRL sets the revocation list a server names by file (caCrl, a
+// path in the gateway's file system), as istiod's ApplyToCommonTLSContext
+// does for file certificates and ISTIO_MUTUAL. istiod sets no pinning
+// (verifyCertificateSpki/Hash) on these paths.
+func gwFileCRL(def *tlsv3.CertificateValidationContext, t *networking.ServerTLSSettings) {
+	if f := t.GetCaCrl(); f != "" {
+		def.Crl = &core.DataSource{Specifier: &core.DataSource_Filename{Filename: f}}
 	}
 }
 
