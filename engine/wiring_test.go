@@ -16,8 +16,12 @@ func TestMeshOutboundTrafficPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := scenario.NewMesh()
-	scenario.Run(t, filepath.Join("testdata", "outbound-policy-registry-only.txtar"), &engineTarget{m: m, e: New(m.W, Options{Mesh: mesh})})
+	for _, f := range []string{"outbound-policy-registry-only.txtar", "istiod-outbound-policy.txtar"} {
+		t.Run(f, func(t *testing.T) {
+			m := scenario.NewMesh()
+			scenario.Run(t, filepath.Join("testdata", f), &engineTarget{m: m, e: New(m.W, Options{Mesh: mesh})})
+		})
+	}
 
 	for _, mode := range []string{"", "ALLOW_ANY"} {
 		if m, err := (MeshSettings{OutboundTrafficPolicy: mode}).Mesh(); err != nil || !m.OutboundAllowAny {
