@@ -4,10 +4,52 @@ import (
 	"strconv"
 	"strings"
 
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
+
+// GatewayTopology is a router's gatewayTopology from its PROXY_CONFIG node
+// metadata (istiod's meshconfig.Topology): where it sits behind other
+// proxies. The zero value is istiod's default.
+type GatewayTopology struct {
+	// NumTrustedProxies in front of the gateway: the HCM's
+	// xff_num_trusted_hops.
+	NumTrustedProxies uint32
+	// ForwardClientCert is meshconfig's ForwardClientCertDetails (0
+	// UNDEFINED: SANITIZE_SET; 1 SANITIZE .. 5 ALWAYS_FORWARD_ONLY), one
+	// above Envoy's enum.
+	ForwardClientCert uint8
+	// ProxyProtocol: connections start with a PROXY protocol header, which
+	// the listener strips first.
+	ProxyProtocol bool
+}
+
+func (t GatewayTopology) hashInto(h *Hasher) {
+	h.U32(t.NumTrustedProxies)
+	h.U32(uint32(t.ForwardClientCert))
+	h.Bool(t.ProxyProtocol)
+}
+
+// Meshconfig's ForwardClientCertDetails values pilotfish distinguishes.
+const (
+	fccUndefined   = 0
+	fccAppend      = 3
+	fccSanitizeSet = 4
+	fccMax         = 5
+)
+
+// forwardClientCert is the HCM's forward_client_cert_details and whether
+// set_current_client_cert_details applies (istiod's
+// buildGatewayConnectionManager: only when details may be added).
+func (t GatewayTopology) forwardClientCert() (hcm.HttpConnectionManager_ForwardClientCertDetails, bool) {
+	v := t.ForwardClientCert
+	if v == fccUndefined || v > fccMax {
+		v = fccSanitizeSet
+	}
+	return hcm.HttpConnectionManager_ForwardClientCertDetails(v - 1), v == fccAppend || v == fccSanitizeSet
+}
 
 // GatewayServer is one server of a router's merged gateways: a server of a
 // Gateway row (by position, so the row's content hash covers it), the RDS

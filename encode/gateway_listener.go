@@ -24,8 +24,10 @@ type GatewayListenerKey struct {
 	DomainSuffix string
 	Port         uint32
 	// IPv6 binds "::" instead of "0.0.0.0".
-	IPv6    bool
-	Servers []GatewayServer
+	IPv6 bool
+	// Topology is the router's gatewayTopology (PROXY_CONFIG).
+	Topology GatewayTopology
+	Servers  []GatewayServer
 	// Authz and RequestAuthn are the security policies selecting the
 	// router (its HTTP servers get their jwt_authn and RBAC filters).
 	Authz        AuthzPolicies
@@ -39,6 +41,7 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	h.Str(k.DomainSuffix)
 	h.U32(k.Port)
 	h.Bool(k.IPv6)
+	k.Topology.hashInto(&h)
 	h.Int(len(k.Servers))
 	for i := range k.Servers {
 		s := &k.Servers[i]
@@ -212,8 +215,12 @@ func gatewayListener(k gwlIn) (string, *listener.Listener, []gwChain, *gwHCMPart
 	if len(chains) == 0 {
 		return "", l, nil, parts // nothing to serve on this port: no listener
 	}
+	if k.Topology.ProxyProtocol {
+		// The PROXY header comes before anything TLS inspection reads.
+		l.ListenerFilters = append(l.ListenerFilters, lfProxyProtocol)
+	}
 	if needTLSInspector {
-		l.ListenerFilters = []*listener.ListenerFilter{lfTLSInspector}
+		l.ListenerFilters = append(l.ListenerFilters, lfTLSInspector)
 	}
 	return name, l, chains, parts
 }
@@ -240,17 +247,23 @@ func sniNames(hosts []string) []string {
 }
 
 // gatewayHCM is istiod's buildGatewayConnectionManager: the client's
-// address is trusted (use_remote_address), client certificate details are
-// sanitized and set, routes come from RDS.
+// address is trusted (use_remote_address), or the one numTrustedProxies
+// hops back in X-Forwarded-For; client certificate details are sanitized
+// and set, or as gatewayTopology.forwardClientCertDetails says; routes
+// come from RDS.
 func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
 	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds})
 	h.HttpFilters = []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
 	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h)
 	h.UseRemoteAddress = wrapperspb.Bool(true)
 	h.ServerName = "istio-envoy"
-	h.ForwardClientCertDetails = hcm.HttpConnectionManager_SANITIZE_SET
-	h.SetCurrentClientCertDetails = &hcm.HttpConnectionManager_SetCurrentClientCertDetails{
-		Subject: wrapperspb.Bool(true), Cert: true, Dns: true, Uri: true,
+	h.XffNumTrustedHops = k.Topology.NumTrustedProxies
+	var setCurrent bool
+	h.ForwardClientCertDetails, setCurrent = k.Topology.forwardClientCert()
+	if setCurrent {
+		h.SetCurrentClientCertDetails = &hcm.HttpConnectionManager_SetCurrentClientCertDetails{
+			Subject: wrapperspb.Bool(true), Cert: true, Dns: true, Uri: true,
+		}
 	}
 	h.HttpProtocolOptions = &core.Http1ProtocolOptions{}
 	h.Proxy_100Continue = false
@@ -282,6 +295,7 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 	cc := ctx.CommonTlsContext
 	switch {
 	case mode == networking.ServerTLSSettings_ISTIO_MUTUAL:
+		gwFileCRL(def, t)
 		cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{lsSDS("default")}
 		cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
@@ -298,6 +312,11 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 			cc.TlsCertificateSdsSecretConfigs = append(cc.TlsCertificateSdsSecretConfigs, adsSDS(gwCredentialPrefix+n))
 		}
 		if validate {
+			// Client certificate pinning; the CRL comes with the CA
+			// secret's ca.crl (crl) over SDS, not from caCrl (istiod's
+			// ApplyCredentialSDSToServerCommonTLSContext).
+			def.VerifyCertificateSpki = t.GetVerifyCertificateSpki()
+			def.VerifyCertificateHash = t.GetVerifyCertificateHash()
 			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 					DefaultValidationContext:         def,
@@ -314,6 +333,7 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 			}
 		}
 		if validate && t.GetCaCertificates() != "" {
+			gwFileCRL(def, t)
 			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 					DefaultValidationContext:         def,
@@ -335,6 +355,16 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 	return &core.TransportSocket{
 		Name:       "envoy.transport_sockets.tls",
 		ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: rtAny(ctx)},
+	}
+}
+
+// gwFileCRL sets the revocation list a server names by file (caCrl, a
+// path in the gateway's file system), as istiod's ApplyToCommonTLSContext
+// does for file certificates and ISTIO_MUTUAL. istiod sets no pinning
+// (verifyCertificateSpki/Hash) on these paths.
+func gwFileCRL(def *tlsv3.CertificateValidationContext, t *networking.ServerTLSSettings) {
+	if f := t.GetCaCrl(); f != "" {
+		def.Crl = &core.DataSource{Specifier: &core.DataSource_Filename{Filename: f}}
 	}
 }
 

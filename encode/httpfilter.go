@@ -10,6 +10,7 @@ import (
 	router "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	httpinspector "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	originaldst "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
+	proxyprotocol "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	tlsinspector "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	uuid "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
@@ -73,6 +74,10 @@ var (
 	lfHTTPInspector = &listener.ListenerFilter{
 		Name:       "envoy.filters.listener.http_inspector",
 		ConfigType: &listener.ListenerFilter_TypedConfig{TypedConfig: lfHTTPInspectorConfig},
+	}
+	lfProxyProtocol = &listener.ListenerFilter{
+		Name:       "envoy.filters.listener.proxy_protocol",
+		ConfigType: &listener.ListenerFilter_TypedConfig{TypedConfig: rtAny(&proxyprotocol.ProxyProtocol{})},
 	}
 	lfTLSInspector = &listener.ListenerFilter{
 		Name:       "envoy.filters.listener.tls_inspector",

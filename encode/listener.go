@@ -41,6 +41,14 @@ type OutboundListenerKey struct {
 	// or an endpoint address of a headless service.
 	Bind string
 	Port uint32
+	// EgressPort: the listener is a Sidecar egress listener's port, whose
+	// protocol (EgressProtocol) replaces the services' port protocols.
+	EgressPort     bool
+	EgressProtocol index.Protocol
+	// BindToPort: the listener binds its own socket (an egress listener
+	// with captureMode NONE) instead of taking connections the virtual
+	// outbound listener hands over by original destination.
+	BindToPort bool
 	// Services contribute filter chains, in order.
 	Services []ListenerService
 }
@@ -70,6 +78,9 @@ func (k *OutboundListenerKey) Hash() uint64 {
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.Str(k.Bind)
 	h.U32(k.Port)
+	h.Bool(k.EgressPort)
+	h.U32(uint32(k.EgressProtocol))
+	h.Bool(k.BindToPort)
 	h.Int(len(k.Services))
 	for i := range k.Services {
 		s := &k.Services[i]
@@ -207,12 +218,20 @@ func OutboundListener(n index.Names, key *OutboundListenerKey) (string, proto.Me
 
 func (k *OutboundListenerKey) wildcard() bool { return k.Bind == "0.0.0.0" || k.Bind == "::" }
 
+// protocolOf is the protocol svc's port takes on the listener: the egress
+// port's, else the service port's (the service has the port).
+func (k *OutboundListenerKey) protocolOf(svc *index.Service) index.Protocol {
+	if k.EgressPort {
+		return k.EgressProtocol
+	}
+	return svc.PortByNumber(k.Port).Protocol
+}
+
 func (k olIn) add(e *lsEntry, ls *ListenerService) *lsEntry {
-	port := ls.Service.PortByNumber(k.Port)
-	if port == nil {
+	if ls.Service.PortByNumber(k.Port) == nil {
 		return e
 	}
-	p := port.Protocol
+	p := k.protocolOf(ls.Service)
 	listenerProto := p
 	conflict := lsNoConflict
 	var opts []*lsChain
@@ -304,8 +323,7 @@ func (k olIn) httpChain(ls *ListenerService, auto bool) *lsChain {
 	if auto && !k.wildcard() {
 		rds = k.names.String(ls.Service.Key.Host) + ":" + rds
 	}
-	p := ls.Service.PortByNumber(k.Port).Protocol
-	return &lsChain{http: &hcmOpts{rds: rds, protocol: p}}
+	return &lsChain{http: &hcmOpts{rds: rds, protocol: k.protocolOf(ls.Service)}}
 }
 
 // build is istiod's buildListenerFromEntry.
@@ -316,7 +334,12 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 		Address:                          lsAddress(k.Bind, k.Port),
 		TrafficDirection:                 core.TrafficDirection_OUTBOUND,
 		ContinueOnListenerFiltersTimeout: true,
-		BindToPort:                       wrapperspb.Bool(false),
+	}
+	if k.BindToPort {
+		// Only a listener that binds a socket reads the accept batch size.
+		l.MaxConnectionsToAcceptPerSocketEvent = wrapperspb.UInt32(1)
+	} else {
+		l.BindToPort = wrapperspb.Bool(false)
 	}
 	needTLS, needHTTP := false, false
 	for _, c := range e.chains {

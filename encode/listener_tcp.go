@@ -51,8 +51,7 @@ func hasVIP(svc *index.Service) bool {
 // tcpChains is istiod's buildSidecarOutboundTCPListenerOpts: TLS chains
 // for TLS ports, TCP chains otherwise.
 func (k olIn) tcpChains(ls *ListenerService) []*lsChain {
-	p := ls.Service.PortByNumber(k.Port).Protocol
-	if lsIsTLS(p) {
+	if lsIsTLS(k.protocolOf(ls.Service)) {
 		return k.tlsChains(ls)
 	}
 	return k.plainTCPChains(ls)

@@ -65,6 +65,10 @@ type ProxyClass struct {
 	// its Sidecar's ingress listeners bind or send to the pod's own address
 	// (istiod names and binds them by it): only then is a class per proxy.
 	ProxyIPs string
+	// GatewayTopology is a router's PROXY_CONFIG gatewayTopology (zero for
+	// other proxies): routers behind different load balancers do not
+	// share listeners.
+	GatewayTopology GatewayTopology
 }
 
 // Hash feeds every field of the class.
@@ -80,6 +84,7 @@ func (p *ProxyClass) hashInto(h *Hasher) {
 	h.Str(p.Gateways)
 	h.Str(p.Labels)
 	h.Str(p.ProxyIPs)
+	p.GatewayTopology.hashInto(h)
 }
 
 // Mesh holds mesh-wide settings (istiod's MeshConfig subset pilotfish

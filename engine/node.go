@@ -12,8 +12,9 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/encode"
 )
 
-// ParseNode reads a proxy's identity from its Node. Errors wrap ErrBadNode
-// and name the offending part.
+// ParseNode reads a proxy's identity from its Node (and a router's
+// gatewayTopology from PROXY_CONFIG, node_proxyconfig.go). Errors wrap
+// ErrBadNode and name the offending part.
 func ParseNode(n *corev3.Node) (*Node, error) {
 	if n == nil || n.Id == "" {
 		return nil, fmt.Errorf("%w: empty node id", ErrBadNode)
@@ -68,6 +69,12 @@ func ParseNode(n *corev3.Node) (*Node, error) {
 	out.IstioVersion = majorMinor(str(md, "ISTIO_VERSION"))
 	out.ClusterID = str(md, "CLUSTER_ID")
 	out.Network = str(md, "NETWORK")
+	if out.Type == encode.ProxyRouter { // only a gateway's listeners read it
+		var err error
+		if out.GatewayTopology, err = gatewayTopology(md); err != nil {
+			return nil, fmt.Errorf("node id %q: %w", n.Id, err)
+		}
+	}
 	if loc := n.GetLocality(); loc != nil && (loc.Region != "" || loc.Zone != "" || loc.SubZone != "") {
 		out.Locality = loc.Region + "/" + loc.Zone + "/" + loc.SubZone
 	}

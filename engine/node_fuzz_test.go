@@ -36,6 +36,9 @@ func FuzzConnectNode(f *testing.F) {
 	seed("router~::1~gw.istio-system~istio-system.svc.cluster.local", map[string]any{
 		"LABELS": map[string]any{"istio": "ingressgateway"}, "ISTIO_VERSION": "x.y",
 	}, "", "http.80")
+	seed("router~10.0.0.9~gw-1.istio-system~istio-system.svc.cluster.local", map[string]any{
+		"PROXY_CONFIG": map[string]any{"gatewayTopology": map[string]any{"numTrustedProxies": 2, "forwardClientCertDetails": "APPEND_FORWARD", "proxyProtocol": map[string]any{}}},
+	}, "", "0.0.0.0_80")
 	seed("sidecar~1.2.3.4,bad,::~p.~~", map[string]any{"LABELS": "not a struct", "INSTANCE_IPS": 7.0}, "", "*")
 
 	m := newTestMesh(f)

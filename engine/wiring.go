@@ -1,6 +1,11 @@
 package engine
 
-import "github.com/pilotfish-mesh/pilotfish/encode"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+)
 
 // What cmd's wiring needs of the engine besides New, in engine's terms, so
 // that cmd names no index or encode type (it imports neither).
@@ -34,11 +39,30 @@ type MeshSettings struct {
 	// TrustDomain is the SPIFFE trust domain of identities and SAN checks
 	// (cluster.local).
 	TrustDomain string
+	// OutboundTrafficPolicy is MeshConfig outboundTrafficPolicy.mode,
+	// ALLOW_ANY (the default) or REGISTRY_ONLY: where a sidecar sends
+	// traffic to a destination no service defines. A Sidecar's own
+	// outboundTrafficPolicy overrides it for the proxies it selects, as in
+	// istiod. (The mesh ConfigMap, once read, sets it here too.)
+	OutboundTrafficPolicy string
 }
 
-// Mesh builds the mesh for Options.Mesh from s.
-func (s MeshSettings) Mesh() *encode.Mesh {
+// ErrBadMeshSetting: a mesh setting has a value pilotfish does not know.
+var ErrBadMeshSetting = errors.New("invalid mesh setting")
+
+// Mesh builds the mesh for Options.Mesh from s. An unknown value fails,
+// naming the setting.
+func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 	m := encode.DefaultMesh()
+	switch s.OutboundTrafficPolicy {
+	case "", "ALLOW_ANY":
+	case "REGISTRY_ONLY":
+		m.OutboundAllowAny = false
+	case "ALLOW_ANY_DYNAMIC_DNS":
+		return nil, fmt.Errorf("%w: outboundTrafficPolicy.mode %q is not supported (ALLOW_ANY or REGISTRY_ONLY)", ErrBadMeshSetting, s.OutboundTrafficPolicy)
+	default:
+		return nil, fmt.Errorf("%w: outboundTrafficPolicy.mode %q: want ALLOW_ANY or REGISTRY_ONLY", ErrBadMeshSetting, s.OutboundTrafficPolicy)
+	}
 	if s.DomainSuffix != "" {
 		m.DomainSuffix = s.DomainSuffix
 	}
@@ -48,5 +72,5 @@ func (s MeshSettings) Mesh() *encode.Mesh {
 	if s.TrustDomain != "" {
 		m.TrustDomain = s.TrustDomain
 	}
-	return m
+	return m, nil
 }

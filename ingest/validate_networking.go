@@ -1,6 +1,9 @@
 package ingest
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"net"
 	"path"
 	"strconv"
@@ -361,6 +364,7 @@ func (v *validator) serverTLS(p *fieldPath, t *networking.ServerTLSSettings) {
 			}
 		}
 	}
+	v.certPins(p, t)
 	if t.GetCaCrl() != "" {
 		if t.GetCredentialName() != "" {
 			v.errorf(p.f("caCrl"), "cannot be used with credentialName; put the CRL in the credential")
@@ -497,6 +501,24 @@ func (v *validator) sidecarPort(p *fieldPath, port *networking.SidecarPort) {
 	v.port(p.f("number"), int64(port.GetNumber()))
 	if port.GetTargetPort() > 0 { //nolint:staticcheck // rejected precisely because it is deprecated
 		v.errorf(p.f("targetPort"), "has no effect on a Sidecar; remove it")
+	}
+}
+
+// certPins checks client certificate pins as Envoy will read them: a
+// verifyCertificateSpki entry is the base64 SHA-256 of a certificate's
+// SubjectPublicKeyInfo (44 characters), a verifyCertificateHash entry the
+// hex SHA-256 of the certificate, with or without colons. Envoy rejects a
+// listener with any other value, so istiod's output would be NACKed.
+func (v *validator) certPins(p *fieldPath, t *networking.ServerTLSSettings) {
+	for i, s := range t.GetVerifyCertificateSpki() {
+		if b, err := base64.StdEncoding.DecodeString(s); err != nil || len(b) != sha256.Size {
+			v.errorf(p.f("verifyCertificateSpki").i(i), "%q is not a base64 SHA-256 digest (44 characters)", s)
+		}
+	}
+	for i, s := range t.GetVerifyCertificateHash() {
+		if b, err := hex.DecodeString(strings.ReplaceAll(s, ":", "")); err != nil || len(b) != sha256.Size || (strings.Contains(s, ":") && len(s) != 95) {
+			v.errorf(p.f("verifyCertificateHash").i(i), "%q is not a hex SHA-256 digest (64 hex digits, or 32 colon-separated pairs)", s)
+		}
 	}
 }
 

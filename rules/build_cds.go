@@ -174,8 +174,8 @@ func (b *cdsBuilder) outbound(svc *index.Service, dst []Resource) ([]Resource, e
 	topPassthrough := spec.GetTrafficPolicy().GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH
 	var err error
 	for _, p := range svc.Ports {
-		if p.Protocol == index.ProtocolUDP {
-			continue
+		if p.Protocol == index.ProtocolUDP || !b.sc.portImported(svc, p.Number) {
+			continue // a Sidecar egress port imports its port alone
 		}
 		k.Port = p
 		k.Subset, k.SubsetLabels = "", 0
@@ -272,7 +272,7 @@ func (b *cdsBuilder) named(names []string, dst []Resource) ([]Resource, error) {
 			continue
 		}
 		p := svc.PortByNumber(port)
-		if p == nil {
+		if p == nil || !b.sc.portImported(svc, port) {
 			continue
 		}
 		dr := destinationRule(b.sc, k.Mesh, svc)

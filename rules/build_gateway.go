@@ -231,6 +231,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			DomainSuffix: mesh.DomainSuffix,
 			Port:         p.number,
 			IPv6:         sc.Class.IPv6,
+			Topology:     sc.Class.GatewayTopology,
 			Servers:      p.servers,
 			Authz:        sec.authz,
 			RequestAuthn: sec.ra,

@@ -52,6 +52,9 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			Bind:                     addrString(g.bind),
 			Port:                     g.port,
+			EgressPort:               g.opts.egress,
+			EgressProtocol:           g.opts.protocol,
+			BindToPort:               g.opts.bindToPort,
 			Services:                 g.services,
 		}
 		if !b.wildcard && len(b.names) > 0 && !slices.Contains(b.names, k.Name()) {
@@ -134,6 +137,8 @@ type ldsGroupKey struct {
 type ldsGroup struct {
 	bind     netip.Addr
 	port     uint32
+	opts     groupOpts
+	locked   bool
 	services []encode.ListenerService
 }
 
@@ -155,46 +160,137 @@ func (b *ldsBuilder) wanted(name string) bool {
 }
 
 // outbound places every visible service port on its listener, in scope
-// order (istiod's buildSidecarOutboundListeners with the default egress
-// listener): HTTP ports on the wildcard address, other ports on the
-// service's VIP, on the wildcard address without one (CIDR addresses match
-// by prefix), or on each endpoint of a headless Kubernetes service.
+// order: istiod's buildSidecarOutboundListeners, one egress listener after
+// the other (sidecar_egress.go); without a Sidecar, one catch-all over every
+// scope service.
 func (b *ldsBuilder) outbound() {
-	snap := b.sc.Snapshot
-	wildcard := netip.IPv4Unspecified()
-	if b.sc.Class.IPv6 {
-		wildcard = netip.IPv6Unspecified()
+	e := b.sc.Egress
+	if e == nil {
+		b.catchAll(nil)
+		return
 	}
+	for i := range e.listeners {
+		l := &e.listeners[i]
+		switch {
+		case l.unsupported:
+			continue
+		case l.hasPort:
+			b.portListener(l)
+		default:
+			// Ports the listeners before took are theirs alone.
+			for j := range b.groups {
+				b.groups[j].locked = true
+			}
+			b.catchAll(l)
+		}
+	}
+}
+
+// wildcardAddr is the proxy's wildcard address, localAddr its loopback.
+func (b *ldsBuilder) wildcardAddr() netip.Addr {
+	if b.sc.Class.IPv6 {
+		return netip.IPv6Unspecified()
+	}
+	return netip.IPv4Unspecified()
+}
+
+func (b *ldsBuilder) localAddr() netip.Addr {
+	if b.sc.Class.IPv6 {
+		return netip.IPv6Loopback()
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+}
+
+// listenerService is the key part of one service on a listener.
+func (b *ldsBuilder) listenerService(svc *index.Service) encode.ListenerService {
+	ls := encode.ListenerService{Service: svc, DestinationRules: b.view.tcpRules[svc.Key.Host]}
+	if vss := b.view.tcpRoutes[svc.Key.Host]; len(vss) > 0 {
+		ls.VirtualServices = vss
+		for _, c := range vss {
+			ls.Destinations = appendUnique(ls.Destinations, b.view.tcpDestinations[c])
+		}
+	}
+	return ls
+}
+
+// binding is where a listener of an egress listener goes: its bind
+// address, or with captureMode NONE the loopback; invalid: per service.
+func (b *ldsBuilder) binding(l *egressListener) (netip.Addr, bool) {
+	switch {
+	case l == nil:
+		return netip.Addr{}, false
+	case l.bind.IsValid():
+		return l.bind, l.bindToPort
+	case l.bindToPort:
+		return b.localAddr(), true
+	}
+	return netip.Addr{}, false
+}
+
+// portListener places the services an egress listener with a port imports
+// on that port, with the egress port's protocol: HTTP on the wildcard
+// address, others on the service's VIP (or the wildcard without one),
+// unless the listener binds an address of its own.
+func (b *ldsBuilder) portListener(l *egressListener) {
+	snap := b.sc.Snapshot
+	bind, toPort := b.binding(l)
 	for _, id := range b.sc.Services {
 		svc := snap.ServiceByID(id)
-		if isAlias(svc) {
+		if isAlias(svc) || svc.PortByNumber(l.port) == nil || !l.sees(snap, svc.Key.Namespace, svc.Key.Host) {
 			continue
 		}
-		ls := encode.ListenerService{Service: svc, DestinationRules: b.view.tcpRules[svc.Key.Host]}
-		if vss := b.view.tcpRoutes[svc.Key.Host]; len(vss) > 0 {
-			ls.VirtualServices = vss
-			for _, c := range vss {
-				ls.Destinations = appendUnique(ls.Destinations, b.view.tcpDestinations[c])
+		at := bind
+		if !at.IsValid() {
+			at = b.wildcardAddr()
+			if !l.protocol.IsHTTP() && hasVIP(svc) {
+				at = svc.Addresses[0].Addr()
 			}
 		}
+		b.add(at, l.port, groupOpts{egress: true, protocol: l.protocol, bindToPort: toPort}, b.listenerService(svc))
+	}
+}
+
+// catchAll places every service port an egress listener without a port
+// imports (every scope service when l is nil): HTTP ports on the wildcard
+// address, other ports on the service's VIP, on the wildcard address without
+// one (CIDR addresses match by prefix), or on each endpoint of a headless
+// Kubernetes service; all on the listener's bind address when it has one.
+func (b *ldsBuilder) catchAll(l *egressListener) {
+	snap := b.sc.Snapshot
+	wildcard := b.wildcardAddr()
+	bind, toPort := b.binding(l)
+	opts := groupOpts{bindToPort: toPort}
+	for _, id := range b.sc.Services {
+		svc := snap.ServiceByID(id)
+		if isAlias(svc) || (l != nil && !l.sees(snap, svc.Key.Namespace, svc.Key.Host)) {
+			continue
+		}
+		ls := b.listenerService(svc)
 		for _, p := range svc.Ports {
 			if p.Protocol == index.ProtocolUDP {
 				continue
 			}
 			switch {
+			case bind.IsValid():
+				b.add(bind, p.Number, opts, ls)
 			case p.Protocol.IsHTTP():
-				b.add(wildcard, p.Number, ls)
-			case len(svc.Addresses) > 0 && svc.Addresses[0].IsSingleIP() && !svc.Addresses[0].Addr().IsUnspecified():
-				b.add(svc.Addresses[0].Addr(), p.Number, ls)
+				b.add(wildcard, p.Number, opts, ls)
+			case hasVIP(svc):
+				b.add(svc.Addresses[0].Addr(), p.Number, opts, ls)
 			case len(svc.Addresses) > 0:
-				b.add(wildcard, p.Number, ls) // CIDR: prefix match on the wildcard listener
+				b.add(wildcard, p.Number, opts, ls) // CIDR: prefix match on the wildcard listener
 			case svc.Resolution == index.ResolutionPassthrough:
 				b.headless(svc, p, ls, wildcard)
 			default:
-				b.add(wildcard, p.Number, ls)
+				b.add(wildcard, p.Number, opts, ls)
 			}
 		}
 	}
+}
+
+// hasVIP reports whether a service has a single-address VIP.
+func hasVIP(svc *index.Service) bool {
+	return len(svc.Addresses) > 0 && svc.Addresses[0].IsSingleIP() && !svc.Addresses[0].Addr().IsUnspecified()
 }
 
 // headless gives a headless Kubernetes service's TCP or sniffed port one
@@ -204,20 +300,31 @@ func (b *ldsBuilder) headless(svc *index.Service, p index.Port, ls encode.Listen
 	sh := b.sc.Snapshot.Endpoints(svc.Key)
 	if sh == nil || sh.Len() == 0 {
 		if svc.Origin != index.OriginKubernetes && !svc.HasSelector {
-			b.add(wildcard, p.Number, ls)
+			b.add(wildcard, p.Number, groupOpts{}, ls)
 		}
 		return
 	}
 	for _, g := range sh.Groups {
 		for _, e := range g.Endpoints {
 			if e.Addr.IsValid() {
-				b.add(e.Addr, p.Number, ls)
+				b.add(e.Addr, p.Number, groupOpts{}, ls)
 			}
 		}
 	}
 }
 
-func (b *ldsBuilder) add(bind netip.Addr, port uint32, ls encode.ListenerService) {
+// groupOpts are a listener's settings besides its address: whether it
+// is an egress listener's port (whose protocol then applies) and whether
+// it binds its own socket.
+type groupOpts struct {
+	egress     bool
+	protocol   index.Protocol
+	bindToPort bool
+}
+
+// add puts a service on the listener of bind:port, creating it with opts;
+// a listener an earlier egress listener locked takes no more services.
+func (b *ldsBuilder) add(bind netip.Addr, port uint32, opts groupOpts, ls encode.ListenerService) {
 	k := ldsGroupKey{bind: bind, port: port}
 	i, ok := b.index[k]
 	if !ok {
@@ -226,13 +333,16 @@ func (b *ldsBuilder) add(bind netip.Addr, port uint32, ls encode.ListenerService
 		if i < cap(b.groups) {
 			// Reuse the group's service list from an earlier build.
 			b.groups = b.groups[:i+1]
-			b.groups[i].bind, b.groups[i].port = bind, port
-			b.groups[i].services = b.groups[i].services[:0]
+			svcs := b.groups[i].services[:0]
+			b.groups[i] = ldsGroup{bind: bind, port: port, opts: opts, services: svcs}
 		} else {
-			b.groups = append(b.groups, ldsGroup{bind: bind, port: port})
+			b.groups = append(b.groups, ldsGroup{bind: bind, port: port, opts: opts})
 		}
 	}
 	g := &b.groups[i]
+	if g.locked {
+		return
+	}
 	// A service reaches a listener once per port; only a repeated port
 	// number (or endpoint address) adds it twice in a row.
 	if n := len(g.services); n == 0 || g.services[n-1].Service != ls.Service {

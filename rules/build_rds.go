@@ -117,13 +117,19 @@ func routedPort(svc *index.Service, port uint32) bool {
 func (b *rdsBuilder) buildPort(name string, port uint32, sniffedHost string, dst []Resource) ([]Resource, error) {
 	snap := b.sc.Snapshot
 	b.keys = b.keys[:0]
+	// A Sidecar's egress listener for the port decides which services and
+	// VirtualServices the configuration holds (sidecar_egress.go).
+	el, held := b.sc.routeListener(port)
 	// VirtualService hosts first, in precedence order, then the services no
 	// VirtualService routes, as istiod orders its virtual host wrappers.
 	for i := range b.view.wrappers {
 		w := &b.view.wrappers[i]
+		if !held || !el.routeSeesConfig(snap, w.vs) {
+			continue
+		}
 		n := len(b.keys)
 		for _, svc := range w.services {
-			if routedPort(svc, port) && !isAlias(svc) {
+			if routedPort(svc, port) && !isAlias(svc) && el.routeSees(snap, svc) {
 				b.keys = append(b.keys, b.key(port, svc, "", w.vs))
 			}
 		}
@@ -138,7 +144,7 @@ func (b *rdsBuilder) buildPort(name string, port uint32, sniffedHost string, dst
 	}
 	for _, id := range b.sc.Services {
 		svc := snap.ServiceByID(id)
-		if !routedPort(svc, port) || isAlias(svc) {
+		if !held || !routedPort(svc, port) || isAlias(svc) || !el.routeSees(snap, svc) {
 			continue
 		}
 		if _, routed := b.view.routedBy[svc.Key.Host]; routed {

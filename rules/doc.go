@@ -3,7 +3,9 @@
 // index snapshot. It owns the class of a proxy (ClassOf: its Sidecar, a
 // router's Gateways, the labels security policies select on), the Scope of
 // a class (scope.go: the services exported to its namespace, narrowed by
-// its Sidecar's egress, sidecar.go; its inbound side, instances.go and
+// its Sidecar's egress, sidecar.go, whose egress listeners with a port,
+// bind or captureMode shape the outbound listeners and routes,
+// sidecar_egress.go; its inbound side, instances.go and
 // sidecar_ingress.go), the VirtualService, DestinationRule and security
 // policy rules (virtualservice.go; destrule.go and destrule_pool.go: istiod's
 // DestinationRule pools, merging and workloadSelector; authn.go: PeerAuthentication

@@ -24,6 +24,9 @@ type Node struct {
 	Locality     string
 	// PodName is the part of the ID before the namespace.
 	PodName string
+	// GatewayTopology is PROXY_CONFIG's gatewayTopology; only a router's
+	// class carries it.
+	GatewayTopology encode.GatewayTopology
 }
 
 // Class returns the proxy class of the node: what generated config depends on.
@@ -36,6 +39,9 @@ func (n *Node) Class() encode.ProxyClass {
 		Network:      n.Network,
 		Locality:     n.Locality,
 		Labels:       encodeLabels(n.Labels),
+	}
+	if n.Type == encode.ProxyRouter {
+		c.GatewayTopology = n.GatewayTopology
 	}
 	c.IPv6 = true
 	for _, ip := range n.IPs {

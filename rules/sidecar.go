@@ -119,6 +119,9 @@ type egress struct {
 	// proxy is the cluster outboundTrafficPolicy.egressProxy names
 	// ("outbound|PORT|SUBSET|HOST", istiod's GetDestinationCluster), or "".
 	proxy string
+	// listeners are the egress listeners, in order (sidecar_egress.go);
+	// a Sidecar without egress has istiod's one catch-all "*/*".
+	listeners []egressListener
 }
 
 type egressHost struct {
@@ -153,10 +156,14 @@ func newEgress(snap *index.Snapshot, ref string, ns index.Sym) *egress {
 	}
 	if len(sc.Egress) == 0 {
 		e.hosts = []egressHost{{anyNS: true, host: "*"}}
+		e.listeners = []egressListener{{hosts: e.hosts}}
 		return e
 	}
 	anyNS := false
+	e.listeners = make([]egressListener, 0, len(sc.Egress))
 	for _, l := range sc.Egress {
+		el := newEgressListener(l)
+		start := len(e.hosts)
 		for _, h := range l.Hosts {
 			nsPart, host, ok := strings.Cut(h, "/")
 			if !ok {
@@ -182,6 +189,8 @@ func newEgress(snap *index.Snapshot, ref string, ns index.Sym) *egress {
 				e.namespaces = append(e.namespaces, eh.ns)
 			}
 		}
+		el.hosts = slices.Clip(e.hosts[start:])
+		e.listeners = append(e.listeners, el)
 	}
 	if anyNS {
 		e.namespaces = nil

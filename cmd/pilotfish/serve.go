@@ -26,6 +26,7 @@ type serveOptions struct {
 	grpcAddr          string
 	httpAddr          string
 	domain            string
+	outboundPolicy    string
 	logLevel          string
 	debounceAfter     time.Duration
 	debounceMax       time.Duration
@@ -80,6 +81,7 @@ flag on the command line wins).`,
 	f.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:15010", "listen address of the plaintext gRPC server (xDS); istiod's port is 15010")
 	f.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:15014", "listen address of the HTTP server (/ready, /metrics, /debug/...); istiod's port is 15014")
 	f.StringVar(&o.domain, "domain", "cluster.local", "the cluster DNS domain suffix")
+	f.StringVar(&o.outboundPolicy, "outbound-traffic-policy", envString("PILOTFISH_OUTBOUND_TRAFFIC_POLICY", "ALLOW_ANY"), "mesh-wide outboundTrafficPolicy.mode for traffic to destinations no service defines: ALLOW_ANY (PassthroughCluster) or REGISTRY_ONLY (BlackHoleCluster); a Sidecar's outboundTrafficPolicy overrides it (PILOTFISH_OUTBOUND_TRAFFIC_POLICY)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (client-go's logging too, as component=client-go; at debug with its klog -v=4 detail)")
 	f.DurationVar(&o.debounceAfter, "debounce-after", envDuration("PILOT_DEBOUNCE_AFTER", 100*time.Millisecond), "push once no change has arrived for this long (PILOT_DEBOUNCE_AFTER)")
 	f.DurationVar(&o.debounceMax, "debounce-max", envDuration("PILOT_DEBOUNCE_MAX", 10*time.Second), "push at the latest this long after the first change (PILOT_DEBOUNCE_MAX)")
@@ -110,13 +112,17 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	if err != nil {
 		return err
 	}
-	mesh := engine.MeshSettings{
+	mesh, err := engine.MeshSettings{
 		DomainSuffix: o.domain,
 		// Endpoints of every source (files too) belong to this cluster.
 		ClusterID: o.kube.clusterID,
 		// The CA's identities and xDS SAN checks agree (ca.go).
-		TrustDomain: o.ca.trustDomain,
+		TrustDomain:           o.ca.trustDomain,
+		OutboundTrafficPolicy: o.outboundPolicy,
 	}.Mesh()
+	if err != nil {
+		return fmt.Errorf("--outbound-traffic-policy: %w", err)
+	}
 
 	source, err := newSources(o, log) // serve_kube.go
 	if err != nil {

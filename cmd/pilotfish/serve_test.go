@@ -183,6 +183,15 @@ func TestServeRejectsMissingConfigDir(t *testing.T) {
 	}
 }
 
+// TestServeRejectsBadOutboundPolicy: an outboundTrafficPolicy mode
+// pilotfish does not implement stops the start, naming the flag.
+func TestServeRejectsBadOutboundPolicy(t *testing.T) {
+	err := runServe(context.Background(), &serveOptions{configDir: t.TempDir(), logLevel: "info", outboundPolicy: "ALLOW_ANY_DYNAMIC_DNS"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--outbound-traffic-policy") || !strings.Contains(err.Error(), "ALLOW_ANY_DYNAMIC_DNS") {
+		t.Fatalf("err = %v, want an --outbound-traffic-policy error", err)
+	}
+}
+
 // TestServeLogsEveryAddress: the start-up line names every server's bound
 // address (xDS, xDS over TLS, HTTP, webhook), and "off" for one turned off.
 func TestServeLogsEveryAddress(t *testing.T) {

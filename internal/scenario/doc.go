@@ -16,6 +16,8 @@
 //	delete FILE                remove every object FILE's last apply made
 //	proxy NAME FILE            connect proxy NAME; FILE is YAML with `id`
 //	                           and `metadata` (the Envoy Node)
+//	valid NAME                 every resource of NAME's config passes
+//	                           ValidateAll (xdstest.Validate)
 //	has NAME TYPE RES...       NAME's config of TYPE holds each resource
 //	lacks NAME TYPE RES...     ... and none of these
 //	count NAME TYPE N          ... exactly N resources

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
+	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
 // Target is where a script's proxies get their config.
@@ -153,6 +154,11 @@ func (s *script) exec(args []string) error {
 		}
 		s.proxies[args[0]] = &proxy{f: s.target.Connect(s.t, node)}
 		return nil
+	case "valid":
+		if len(args) != 1 {
+			return fmt.Errorf("valid wants a proxy name")
+		}
+		return s.valid(args[0])
 	case "has", "lacks", "count", "field", "contains", "excludes":
 		if err := need(2); err != nil {
 			return err
@@ -170,7 +176,7 @@ func (s *script) exec(args []string) error {
 	case "istiod":
 		return s.compareIstiod(args)
 	}
-	return fmt.Errorf("unknown command %q (apply, replace, delete, proxy, case, has, lacks, count, field, contains, excludes, istiod)", cmd)
+	return fmt.Errorf("unknown command %q (apply, replace, delete, proxy, case, valid, has, lacks, count, field, contains, excludes, istiod)", cmd)
 }
 
 func (s *script) changed() {
@@ -205,6 +211,22 @@ func (s *script) resources(name, word string) (map[string]json.RawMessage, error
 		out[n] = j
 	}
 	return out, nil
+}
+
+// valid checks every resource of the proxy's config with ValidateAll, the
+// Anys inside included (xdstest.Validate).
+func (s *script) valid(name string) error {
+	if _, err := s.resources(name, "cds"); err != nil { // fetches when stale
+		return err
+	}
+	for _, word := range []string{"cds", "eds", "lds", "rds"} {
+		for n, a := range s.proxies[name].cfg[word] {
+			if err := xdstest.Validate(a); err != nil {
+				return fmt.Errorf("%s %s: %w", word, n, err)
+			}
+		}
+	}
+	return nil
 }
 
 // check evaluates one assertion over the resources of one type.
