@@ -34,8 +34,7 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 	hasSelector := false
 	switch s := o.Spec.(type) {
 	case *networking.VirtualService:
-		hosts = s.Hosts
-		row.ExportTo = c.exportTo(s.ExportTo)
+		hosts = c.virtualService(&row, s) // convert_vs.go
 	case *networking.DestinationRule:
 		hosts = []string{s.Host}
 		row.ExportTo = c.exportTo(s.ExportTo)
