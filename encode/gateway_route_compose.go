@@ -41,6 +41,7 @@ type GatewayRoutesKey struct {
 	Port         uint32
 	Sources      []GatewayRouteSource
 	Destinations []*index.Service
+	SourceLabels string
 }
 
 // Hash feeds every field.
@@ -55,6 +56,7 @@ func (k *GatewayRoutesKey) Hash() uint64 {
 		hashCfgRow(&h, k.Sources[i].VirtualService)
 	}
 	hashSvcRows(&h, k.Destinations)
+	h.Str(k.SourceLabels)
 	return h.Sum()
 }
 
@@ -65,7 +67,7 @@ func (k *GatewayVirtualHostKey) routesKeyAt(port uint32) *GatewayRoutesKey {
 }
 
 func (k *GatewayVirtualHostKey) routesKeyValue(port uint32) GatewayRoutesKey {
-	return GatewayRoutesKey{Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: port, Sources: k.Sources, Destinations: k.Destinations}
+	return GatewayRoutesKey{Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: port, Sources: k.Sources, Destinations: k.Destinations, SourceLabels: k.SourceLabels}
 }
 
 // SetRoutesPort sets k.RoutesPort: 0 when k's routes are the same on every

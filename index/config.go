@@ -63,6 +63,16 @@ type Config struct {
 	// ingest, in the order of its spec's subsets (0: a subset without
 	// labels), so that readers never intern.
 	SubsetLabels []LabelSetID
+	// SourceLabelKeys are the label keys a VirtualService's match
+	// sourceLabels name (HTTP, TCP and TLS matches), interned by ingest,
+	// sorted by Sym, without repeats: the labels of a proxy that decide
+	// which of its routes apply to it (ConfigsWithSourceLabels finds them).
+	SourceLabelKeys []Sym
+	// CreationTime is the object's metadata.creationTimestamp in Unix
+	// nanoseconds (0: none, as for most objects of a config directory):
+	// istiod orders VirtualServices by it, oldest first, then by name and
+	// namespace.
+	CreationTime int64
 	// DryRun is an AuthorizationPolicy's istio.io/dry-run annotation: its
 	// rules are evaluated and logged, not enforced.
 	DryRun     bool

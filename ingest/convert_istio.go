@@ -27,6 +27,9 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		Generation: o.Meta.Generation,
 	}
 	row.Hash, c.hashBuf = configHash(o, c.hashBuf)
+	if t := o.Meta.CreationTimestamp; !t.IsZero() {
+		row.CreationTime = t.UnixNano()
+	}
 	if o.Pos.File != "" {
 		row.SourceFile, row.SourceLine = c.sym(o.Pos.File), int32(o.Pos.Line)
 	}

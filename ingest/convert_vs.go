@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"slices"
+
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
@@ -11,5 +13,37 @@ import (
 // the caller).
 func (c *Converter) virtualService(row *index.Config, s *networking.VirtualService) []string {
 	row.ExportTo = c.exportTo(s.ExportTo)
+	row.SourceLabelKeys = c.sourceLabelKeys(s)
 	return s.Hosts
+}
+
+// sourceLabelKeys interns the label keys the VirtualService's matches'
+// sourceLabels name, sorted and without repeats (nil for none, as for
+// nearly every VirtualService).
+func (c *Converter) sourceLabelKeys(s *networking.VirtualService) []index.Sym {
+	var keys []index.Sym
+	add := func(m map[string]string) {
+		for k := range m {
+			if sym := c.sym(k); !slices.Contains(keys, sym) {
+				keys = append(keys, sym)
+			}
+		}
+	}
+	for _, r := range s.Http {
+		for _, m := range r.Match {
+			add(m.SourceLabels)
+		}
+	}
+	for _, r := range s.Tcp {
+		for _, m := range r.Match {
+			add(m.SourceLabels)
+		}
+	}
+	for _, r := range s.Tls {
+		for _, m := range r.Match {
+			add(m.SourceLabels)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

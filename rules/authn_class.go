@@ -11,7 +11,8 @@ const tlsModeLabel = "security.istio.io/tlsMode"
 // securityLabels is the part of a proxy's labels its class keeps (the
 // ProxyClass.Labels field): the labels whose keys a workload selector of a
 // PeerAuthentication, AuthorizationPolicy or RequestAuthentication in the
-// proxy's or the root namespace names, and tlsMode. Proxies that differ
+// proxy's or the root namespace names, those VirtualService match
+// sourceLabels name (virtualservice_source.go), and tlsMode. Proxies that differ
 // only in labels no security policy looks at (pod-template-hash,
 // statefulset pod names) still share a class. A proxy with labels of which
 // none matter gets "-" (labels known, none relevant), so that the scope
@@ -49,6 +50,7 @@ func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
 			})
 		}
 	}
+	keys = addSourceLabelKeys(snap, space, keys) // virtualservice_source.go
 	kept := map[string]string{}
 	for k, v := range labels {
 		if keys[k] || k == tlsModeLabel {

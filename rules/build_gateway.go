@@ -29,6 +29,10 @@ type mergedGateway struct {
 	dests map[*index.Config][]*index.Service
 	// routes caches each route name's virtual host keys (*gwRouteKeys).
 	routes sync.Map
+	// sourceLabels are the router's labels whose keys the match
+	// sourceLabels of its bound VirtualServices name (their keys'
+	// SourceLabels; "" for none).
+	sourceLabels string
 	// digest identifies every input (gateway_reuse.go); names identifies
 	// the tables the rows' symbols belong to (index.Names.ID).
 	digest uint64
@@ -169,6 +173,17 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 				m.byRoute[s.RouteName] = append(m.byRoute[s.RouteName], s)
 			}
 		}
+	}
+	var withLabels []*index.Config
+	for _, vss := range m.boundVS {
+		for _, c := range vss {
+			if len(c.SourceLabelKeys) > 0 {
+				withLabels = append(withLabels, c)
+			}
+		}
+	}
+	if len(withLabels) > 0 {
+		m.sourceLabels = sourceLabelsFor(snap, scopeLabels(sc), withLabels...)
 	}
 	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways)
 	return m
@@ -405,6 +420,9 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 			}
 			seen := map[*index.Service]bool{}
 			for _, src := range hi.sources {
+				if len(src.VirtualService.SourceLabelKeys) > 0 {
+					k.SourceLabels = m.sourceLabels
+				}
 				for _, d := range m.dests[src.VirtualService] {
 					if !seen[d] {
 						seen[d] = true

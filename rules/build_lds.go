@@ -170,7 +170,7 @@ func (b *ldsBuilder) outbound() {
 		if isAlias(svc) {
 			continue
 		}
-		ls := encode.ListenerService{Service: svc, DestinationRules: b.view.tcpRules[svc.Key.Host]}
+		ls := encode.ListenerService{Service: svc, DestinationRules: b.view.tcpRules[svc.Key.Host], SourceLabels: b.view.tcpSourceLabels[svc.Key.Host]}
 		if vss := b.view.tcpRoutes[svc.Key.Host]; len(vss) > 0 {
 			ls.VirtualServices = vss
 			for _, c := range vss {

@@ -224,6 +224,7 @@ func (b *rdsBuilder) key(port uint32, svc *index.Service, host string, vs *index
 	if vs != nil {
 		k.Destinations = b.view.destinations[vs]
 		k.DestinationRules = b.view.vsHashRules[vs]
+		k.SourceLabels = b.view.sourceLabels[vs]
 	}
 	if svc != nil {
 		// The service's own rule, for its default route (also the fallback

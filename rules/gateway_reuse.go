@@ -16,7 +16,7 @@ import (
 // cached parts without translating its Gateways and VirtualServices again.
 
 // computeDigest hashes every input of m: the symbol tables, the router's
-// namespace and selected Gateways, every server (its Gateway row, position,
+// namespace, selected Gateways and source labels, every server (its Gateway row, position,
 // route name, bound VirtualService rows and AUTO_PASSTHROUGH services) and
 // the destination services of every bound VirtualService. Rows enter by
 // key and content hash: equal digests mean equal output.
@@ -39,6 +39,7 @@ func (m *mergedGateway) computeDigest(names uint64, namespace, gateways string) 
 	u64(names)
 	str(namespace)
 	str(gateways)
+	str(m.sourceLabels)
 	u64(uint64(len(m.ports)))
 	for i := range m.ports {
 		p := &m.ports[i]

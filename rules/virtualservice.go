@@ -52,6 +52,12 @@ type routeView struct {
 	// tcpDestinations maps such a VirtualService to the services its TCP
 	// and TLS routes name.
 	tcpDestinations map[*index.Config][]*index.Service
+	// sourceLabels maps a VirtualService whose matches name sourceLabels
+	// to the scope's labels of those keys (the keys' SourceLabels), and
+	// tcpSourceLabels a service hostname to those of its tcpRoutes; both
+	// are empty in a mesh without sourceLabels.
+	sourceLabels    map[*index.Config]string
+	tcpSourceLabels map[index.Sym]string
 }
 
 // vsWrapper is one VirtualService's share of the outbound virtual hosts.
@@ -261,7 +267,34 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 	}
 	v.addTCPRoutes(sc, mesh)
 	v.addHashRules(sc, mesh)
+	v.addSourceLabels(sc)
 	return v
+}
+
+// addSourceLabels fills sourceLabels and tcpSourceLabels.
+func (v *routeView) addSourceLabels(sc *Scope) {
+	var labels map[string]string
+	for _, c := range v.virtualServices {
+		if len(c.SourceLabelKeys) == 0 {
+			continue
+		}
+		if v.sourceLabels == nil {
+			labels = scopeLabels(sc)
+			v.sourceLabels = map[*index.Config]string{}
+		}
+		v.sourceLabels[c] = sourceLabelsFor(sc.Snapshot, labels, c)
+	}
+	if v.sourceLabels == nil {
+		return
+	}
+	for h, cs := range v.tcpRoutes {
+		if s := sourceLabelsFor(sc.Snapshot, labels, cs...); s != "" {
+			if v.tcpSourceLabels == nil {
+				v.tcpSourceLabels = map[index.Sym]string{}
+			}
+			v.tcpSourceLabels[h] = s
+		}
+	}
 }
 
 // addHashRules finds the consistent-hash DestinationRules of the scope's
