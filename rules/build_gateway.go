@@ -22,8 +22,8 @@ type mergedGateway struct {
 	ports   []gwPort
 	byRoute map[string][]*encode.GatewayServer
 	// boundVS maps "NAMESPACE/NAME" of a Gateway to the VirtualServices
-	// bound to it and visible to the router's namespace, by namespace and
-	// name (istiod orders by creation time, which pilotfish does not keep).
+	// bound to it and visible to the router's namespace, in istiod's
+	// precedence order (vsCompare).
 	boundVS map[string][]*index.Config
 	// dests maps a VirtualService to the services its routes name.
 	dests map[*index.Config][]*index.Service
@@ -147,12 +147,7 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 		return true
 	})
 	for _, vss := range m.boundVS {
-		slices.SortFunc(vss, func(a, b *index.Config) int {
-			if c := cmp.Compare(snap.String(a.Key.Namespace), snap.String(b.Key.Namespace)); c != 0 {
-				return c
-			}
-			return cmp.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name))
-		})
+		slices.SortFunc(vss, vsCompare(snap, sc.Namespace)) // virtualservice.go
 	}
 	for _, ref := range refs {
 		c := configByRef(snap, index.ConfigGateway, ref)

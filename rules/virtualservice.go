@@ -17,10 +17,8 @@ import (
 // endpoint-only snapshots share it) and dropped with it.
 type routeView struct {
 	// virtualServices are the VirtualServices bound to the mesh gateway and
-	// visible to the scope's namespace, in istiod's precedence order: those
-	// private to the namespace, then those exported to it by name, then
-	// public ones; within a group by name, then namespace (istiod orders by
-	// creation time, which pilotfish does not keep).
+	// visible to the scope's namespace, in istiod's precedence order
+	// (vsCompare).
 	virtualServices []*index.Config
 	// wrappers are the virtual hosts each VirtualService owns, in the same
 	// order (istiod's BuildSidecarVirtualHostWrapper).
@@ -113,6 +111,27 @@ func vsGroup(c *index.Config, ns index.Sym) int {
 	return 1
 }
 
+// vsCompare orders the VirtualServices visible from ns as istiod's
+// VirtualServicesForGateway lists them: those private to ns, then those
+// exported to it by name, then public ones; within a group the oldest
+// first (sortConfigByCreationTime), then by name, then by namespace.
+// Objects without a creation time (a config directory's, unless it
+// writes one) sort as the oldest.
+func vsCompare(snap *index.Snapshot, ns index.Sym) func(a, b *index.Config) int {
+	return func(a, b *index.Config) int {
+		if c := cmp.Compare(vsGroup(a, ns), vsGroup(b, ns)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.CreationTime, b.CreationTime); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name)); c != 0 {
+			return c
+		}
+		return cmp.Compare(snap.String(a.Key.Namespace), snap.String(b.Key.Namespace))
+	}
+}
+
 func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 	snap := sc.Snapshot
 	v := &routeView{
@@ -133,15 +152,7 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 		}
 		return true
 	})
-	slices.SortFunc(v.virtualServices, func(a, b *index.Config) int {
-		if c := cmp.Compare(vsGroup(a, sc.Namespace), vsGroup(b, sc.Namespace)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name)); c != 0 {
-			return c
-		}
-		return cmp.Compare(snap.String(a.Key.Namespace), snap.String(b.Key.Namespace))
-	})
+	slices.SortFunc(v.virtualServices, vsCompare(snap, sc.Namespace))
 
 	// Which VirtualService routes each service: exact hosts first (the
 	// earliest VirtualService wins), then the most specific wildcard.
