@@ -68,6 +68,10 @@ type Config struct {
 	// sorted by Sym, without repeats: the labels of a proxy that decide
 	// which of its routes apply to it (ConfigsWithSourceLabels finds them).
 	SourceLabelKeys []Sym
+	// Delegates are the VirtualServices a VirtualService's HTTP routes
+	// delegate to (route.delegate, its namespace defaulted to the
+	// VirtualService's), in route order.
+	Delegates []ConfigKey
 	// CreationTime is the object's metadata.creationTimestamp in Unix
 	// nanoseconds (0: none, as for most objects of a config directory):
 	// istiod orders VirtualServices by it, oldest first, then by name and

@@ -14,6 +14,15 @@ import (
 func (c *Converter) virtualService(row *index.Config, s *networking.VirtualService) []string {
 	row.ExportTo = c.exportTo(s.ExportTo)
 	row.SourceLabelKeys = c.sourceLabelKeys(s)
+	for _, r := range s.Http {
+		if d := r.Delegate; d != nil {
+			ns := d.Namespace
+			if ns == "" {
+				ns = c.syms.String(row.Key.Namespace)
+			}
+			row.Delegates = append(row.Delegates, index.ConfigKey{Namespace: c.sym(ns), Name: c.sym(d.Name)})
+		}
+	}
 	return s.Hosts
 }
 

@@ -65,3 +65,31 @@ spec:
 		t.Error("the creation time does not move the row's hash")
 	}
 }
+
+// TestConvertVirtualServiceDelegates: the row lists the VirtualServices
+// its routes delegate to, a delegate's namespace defaulting to its own.
+func TestConvertVirtualServiceDelegates(t *testing.T) {
+	w := index.NewWriter()
+	apply(t, w, NewConverter(w, "cluster.local"), `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: root, namespace: shop}
+spec:
+  hosts: [reviews]
+  http:
+  - match: [{uri: {prefix: /a}}]
+    delegate: {name: a}
+  - route: [{destination: {host: reviews}}]
+  - match: [{uri: {prefix: /b}}]
+    delegate: {name: b, namespace: team}
+`)
+	snap := w.Snapshot()
+	sym := func(s string) index.Sym { id, _ := snap.Symbols.Lookup(s); return id }
+	c, ok := snap.Config(index.ConfigVirtualService, index.ConfigKey{Namespace: sym("shop"), Name: sym("root")})
+	if !ok {
+		t.Fatal("no row")
+	}
+	want := []index.ConfigKey{{Namespace: sym("shop"), Name: sym("a")}, {Namespace: sym("team"), Name: sym("b")}}
+	if !slices.Equal(c.Delegates, want) {
+		t.Errorf("delegates %v, want %v", c.Delegates, want)
+	}
+}

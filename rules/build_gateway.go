@@ -70,18 +70,18 @@ func kindOf(srv *networking.Server) gwKind {
 // once per scope (view.go); a scope of a later config version whose
 // Gateways, VirtualServices and services did not change reuses the
 // previous version's, route keys and their hashes included.
-func gatewayOf(sc *Scope) *mergedGateway {
+func gatewayOf(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 	m := sc.memo
 	if g := m.gateway.Load(); g != nil {
 		if sc.view.verify && firstUseIn(&m.checkedGateway, sc.Snapshot) {
-			if fresh := newMergedGateway(sc); fresh.digest != g.digest {
+			if fresh := newMergedGateway(sc, mesh); fresh.digest != g.digest {
 				panic(fmt.Sprintf("engine: verify: the merged gateway of router scope %s (snapshot %d) differs from a fresh one: a memo misses an input",
 					sc.Class.Gateways, sc.Snapshot.Version))
 			}
 		}
 		return g
 	}
-	g := sc.view.reuseGateway(newMergedGateway(sc))
+	g := sc.view.reuseGateway(newMergedGateway(sc, mesh))
 	if !m.gateway.CompareAndSwap(nil, g) {
 		return m.gateway.Load()
 	}
@@ -104,7 +104,7 @@ func vsGatewayNames(vs *networking.VirtualService, ns string) []string {
 	return out
 }
 
-func newMergedGateway(sc *Scope) *mergedGateway {
+func newMergedGateway(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 	snap := sc.Snapshot
 	m := &mergedGateway{
 		byRoute: map[string][]*encode.GatewayServer{},
@@ -126,6 +126,8 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 			return true
 		}
 		bound := false
+		c = sc.vsRow(c, mesh.DomainSuffix) // virtualservice_delegate.go
+		vs = vsSpec(c)
 		for _, g := range vsGatewayNames(vs, snap.String(c.Key.Namespace)) {
 			if selected[g] && !slices.Contains(m.boundVS[g], c) {
 				m.boundVS[g] = append(m.boundVS[g], c)
@@ -180,7 +182,7 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 	if len(withLabels) > 0 {
 		m.sourceLabels = sourceLabelsFor(snap, scopeLabels(sc), withLabels...)
 	}
-	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways)
+	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways, mesh.DomainSuffix)
 	return m
 }
 
@@ -231,7 +233,7 @@ func autoPassthroughServices(sc *Scope, srv *networking.Server) []*index.Service
 
 // buildGatewayListeners: one listener per server port.
 func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
-	m := gatewayOf(sc)
+	m := gatewayOf(sc, mesh)
 	sec := securityOf(sc, mesh)
 	for i := range m.ports {
 		p := &m.ports[i]
@@ -260,8 +262,8 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 }
 
 // gatewayRouteNames lists a router's RDS names in port order.
-func gatewayRouteNames(sc *Scope) []string {
-	m := gatewayOf(sc)
+func gatewayRouteNames(sc *Scope, mesh *encode.Mesh) []string {
+	m := gatewayOf(sc, mesh)
 	var out []string
 	for i := range m.ports {
 		for _, s := range m.ports[i].servers {
@@ -305,7 +307,7 @@ func (m *mergedGateway) routeKeys(sc *Scope, mesh *encode.Mesh, name string) *gw
 // buildGatewayRoute assembles a gateway route configuration from its cached
 // virtual hosts (see computeRouteKeys).
 func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource, error) {
-	rk := gatewayOf(b.sc).routeKeys(b.sc, b.mesh, name)
+	rk := gatewayOf(b.sc, b.mesh).routeKeys(b.sc, b.mesh, name)
 	b.parts = b.parts[:0]
 	if rk.unknown {
 		return b.appendTransientRoute(name, encode.RouteConfigValidateOnly, dst)

@@ -32,7 +32,7 @@ func buildRoutes(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []stri
 	b.sc, b.mesh, b.cache, b.names = sc, mesh, cache, sc.Snapshot.Names()
 	b.view = routeViewOf(sc, mesh)
 	if wildcard && sc.Class.Type == encode.ProxyRouter {
-		names = gatewayRouteNames(sc)
+		names = gatewayRouteNames(sc, mesh)
 	} else if wildcard {
 		names = b.allRouteNames()
 	}

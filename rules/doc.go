@@ -5,7 +5,8 @@
 // a class (scope.go: the services exported to its namespace, narrowed by
 // its Sidecar's egress, sidecar.go; its inbound side, instances.go and
 // sidecar_ingress.go), the VirtualService, DestinationRule and security
-// policy rules (virtualservice.go, destrule.go, authn.go: PeerAuthentication
+// policy rules (virtualservice*.go: precedence, match sourceLabels,
+// delegation; destrule.go, authn.go: PeerAuthentication
 // modes, AuthorizationPolicy and RequestAuthentication, by namespace and
 // labels; docs/security.md), and the key builders (build_*.go) that fill
 // encode's keys from a Scope.

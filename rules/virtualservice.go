@@ -148,7 +148,7 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 	snap.Configs(index.ConfigVirtualService, func(c *index.Config) bool {
 		vs := vsSpec(c)
 		if vs != nil && boundToMesh(vs) && c.ExportTo.VisibleTo(c.Key.Namespace, sc.Namespace) && sc.Egress.seesConfig(snap, c) {
-			v.virtualServices = append(v.virtualServices, c)
+			v.virtualServices = append(v.virtualServices, sc.vsRow(c, mesh.DomainSuffix)) // virtualservice_delegate.go
 		}
 		return true
 	})
