@@ -110,6 +110,21 @@ $(ISTIOCTL): tools/pilot-agent/go.mod tools/pilot-agent/go.sum
 	@mkdir -p $(dir $@)
 	cd tools/pilot-agent && $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $@) istio.io/istio/istioctl/cmd/istioctl
 
+# istiod itself (pilot-discovery), from the same module and istio version,
+# for the producer of istiod's reference output (internal/istiodref, see its
+# doc.go): `make istiod-ref [CASE=name]`. Not part of `make test`, which only
+# reads the saved output.
+PILOT_DISCOVERY ?= .cache/bin/pilot-discovery
+.PHONY: pilot-discovery istiod-ref
+pilot-discovery: $(PILOT_DISCOVERY)
+
+$(PILOT_DISCOVERY): tools/pilot-agent/go.mod tools/pilot-agent/go.sum
+	@mkdir -p $(dir $@)
+	cd tools/pilot-agent && $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $@) istio.io/istio/pilot/cmd/pilot-discovery
+
+istiod-ref: $(PILOT_DISCOVERY) kube-bins
+	$(GO) test -count=1 -timeout 30m -run TestProduce ./internal/istiodref -istiod $(abspath $(PILOT_DISCOVERY)) $(if $(CASE),-case $(CASE))
+
 # etcd, kube-apiserver and kubectl for the tests against a real API server
 # (internal/kubetest), built from tools/kube, its own module so that
 # k8s.io/kubernetes never enters pilotfish's go.mod; ~10 minutes cold on 2

@@ -30,6 +30,10 @@ type XDSOptions struct {
 	// istio.io/debug/config_dump) on SotW streams. Nil leaves them
 	// unanswered.
 	Debug DebugSource
+	// RootNamespace is the mesh's root namespace: a caller authenticated
+	// there may ask for types the engine does not serve (unknown_types.go).
+	// Empty is istio-system.
+	RootNamespace string
 }
 
 // XDSMetrics receives the server's measurements. Methods are called from
@@ -53,6 +57,13 @@ type XDSMetrics interface {
 	// label, e.g. "send_error", "timeout", "panic", "generate"
 	// (pilot_xds_push_errors).
 	PushError(typeURL, reason string)
+	// AuthFailed counts a TLS stream or handshake refused by the xDS
+	// identity rule; reason is one of AuthReasons (identity.go).
+	AuthFailed(reason string)
+	// UnknownType counts a request for a type URL the engine does not
+	// serve; kind is one of UnknownTypeKinds (unknown_types.go), never the
+	// client's string.
+	UnknownType(kind string)
 }
 
 // NopXDSMetrics is an XDSMetrics that records nothing.
@@ -65,6 +76,8 @@ func (NopXDSMetrics) Rejected(string)    {}
 
 func (NopXDSMetrics) PushTime(string, time.Duration) {}
 func (NopXDSMetrics) PushError(string, string)       {}
+func (NopXDSMetrics) AuthFailed(string)              {}
+func (NopXDSMetrics) UnknownType(string)             {}
 
 // XDSServer serves the Aggregated Discovery Service, State of the World and
 // Delta, from a Backend. Responses are assembled from the resources' cached
@@ -86,6 +99,7 @@ type XDSServer struct {
 	deltaTransitions *deltaTransitions
 	conns            registry    // live streams, for debug (connections.go)
 	debug            DebugSource // istio.io/debug types (debug_types.go); nil answers none
+	rootNamespace    string      // XDSOptions.RootNamespace (unknown_types.go)
 
 	limitState // Limits (limits.go)
 }
@@ -102,6 +116,10 @@ func NewXDSServer(backend Backend, opts XDSOptions) *XDSServer {
 		deltaTransitions: newDeltaTransitions(),
 		limitState:       newLimitState(opts.Limits),
 		debug:            opts.Debug,
+		rootNamespace:    opts.RootNamespace,
+	}
+	if s.rootNamespace == "" {
+		s.rootNamespace = defaultRootNamespace
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -62,8 +62,10 @@ func expectRefused(t *testing.T, err error, code codes.Code) {
 
 // TestAdversarialTypeURLFlood (issue 21, attack 3): type URLs the engine
 // does not serve. Long ones end their stream with InvalidArgument and a
-// short status; short unknown ones are left unanswered and keep nothing on
-// the stream, in the debug registry or in the shared body table.
+// short status; short unknown ones from a proxyless gRPC client are left
+// unanswered (as istiod's grpc generator does) and keep nothing on the
+// stream, in the debug registry or in the shared body table. (A sidecar's
+// stream ends at its first one: TestUnknownTypes.)
 func TestAdversarialTypeURLFlood(t *testing.T) {
 	a := startAdv(t, serve.XDSOptions{})
 	c := startCanary(t, a)
@@ -107,17 +109,21 @@ func TestAdversarialTypeURLFlood(t *testing.T) {
 	unknown := func(s, i int) string {
 		return fmt.Sprintf("type.googleapis.com/unknown.s%d.t%d.", s, i) + strings.Repeat("u", 400)
 	}
+	grpcGen, err := structpb.NewStruct(map[string]any{"GENERATOR": "grpc"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sotws []sotwStream
 	var deltas []deltaStream
 	for s := range streams {
 		st := openSotW(t, a)
-		if err := st.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: fmt.Sprintf("short-%d", s)}, TypeUrl: engine.TypeCluster}); err != nil {
+		if err := st.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: fmt.Sprintf("short-%d", s), Metadata: grpcGen}, TypeUrl: engine.TypeCluster}); err != nil {
 			t.Fatal(err)
 		}
 		recvType(t, st, engine.TypeCluster)
 		sotws = append(sotws, st)
 		d := openDelta(t, a)
-		if err := d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: fmt.Sprintf("short-delta-%d", s)}, TypeUrl: engine.TypeCluster}); err != nil {
+		if err := d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: fmt.Sprintf("short-delta-%d", s), Metadata: grpcGen}, TypeUrl: engine.TypeCluster}); err != nil {
 			t.Fatal(err)
 		}
 		recvDeltaType(t, d, engine.TypeCluster)

@@ -33,7 +33,10 @@
 // backend sees them, type URLs (512 bytes) with InvalidArgument, types per
 // stream (32) and a Delta subscription's names (16 MiB per type) with
 // ResourceExhausted. A type the engine does not serve
-// leaves nothing on the stream. Client strings quoted in logs, statuses and
+// is answered as istiod answers it (unknown_types.go): an empty set (ECDS,
+// ambient types; kept as any type), nothing (PCDS, health reports; nothing
+// kept), or the end of the stream (anything else, unless the caller is
+// authenticated in the root namespace). Client strings quoted in logs, statuses and
 // the debug registry are clipped (clip); a NACK is logged, counted and
 // reported once per nonce.
 //
@@ -45,6 +48,16 @@
 // and at most 16,384 entries each; superseded versions and anything a
 // departed client made go at the next GC. Names a stream keeps are copied
 // out of the request they came in.
+//
+// # Identity (identity.go, identity_tls.go)
+//
+// The TLS port's ADS service (RegisterAuthenticated) authenticates each
+// stream before its first request (client certificate verified against the
+// mesh roots, else a bearer token, through the CA's authenticators) and
+// refuses a node that claims another namespace or service account than its
+// caller's, as istiod does; the plaintext port's (Register) authenticates
+// no one. Refusals, and TLS handshakes refused on the client certificate
+// (CountHandshakeFailures), are counted by a fixed reason.
 //
 // # Debug registry (connections.go, debug_types.go)
 //

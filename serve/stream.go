@@ -54,13 +54,13 @@ type request[T any] interface {
 // first error (nil when the proxy closed it). Session.Close is called once
 // after a successful Connect, when the last of the three goroutines is done
 // with the stream (conn.unref).
-func serveStream[T any, R request[T]](s *XDSServer, ss grpc.ServerStream, delta bool, newProtocol func(*conn) protocol[R]) error {
+func serveStream[T any, R request[T]](s *XDSServer, ss grpc.ServerStream, who *caller, delta bool, newProtocol func(*conn) protocol[R]) error {
 	ctx := ss.Context()
 	first := R(new(T))
 	if err := ss.RecvMsg(first); err != nil {
 		return recvStatus(err)
 	}
-	c, err := s.open(ss, first.GetNode(), delta)
+	c, err := s.open(ss, first.GetNode(), who, delta)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func recvStatus(err error) error {
 func (s *XDSServer) streamSotW(ss grpc.ServerStream) error {
 	var err error
 	pprof.Do(ss.Context(), pprof.Labels("xds", "sotw"), func(context.Context) {
-		err = serveStream(s, ss, false, newSotW)
+		err = serveStream(s, ss, nil, false, newSotW)
 	})
 	return err
 }
@@ -187,7 +187,7 @@ func (s *XDSServer) streamSotW(ss grpc.ServerStream) error {
 func (s *XDSServer) streamDelta(ss grpc.ServerStream) error {
 	var err error
 	pprof.Do(ss.Context(), pprof.Labels("xds", "delta"), func(context.Context) {
-		err = serveStream(s, ss, true, newDelta)
+		err = serveStream(s, ss, nil, true, newDelta)
 	})
 	return err
 }
@@ -221,10 +221,13 @@ type conn struct {
 	genAt             time.Time         // when the response being assembled started generating (pilot_xds_push_time)
 	namespace         string            // the node's namespace, for the credential check (identity_sds.go)
 	credAuth          error             // the credential check's result once made; errCredUnchecked before
+	who               *caller           // the TLS caller's identity (identity.go); nil on the plaintext port; set by open
+	grpcGen           bool              // the node asks for istiod's proxyless gRPC generator (unknown_types.go); set by open
 }
 
-// open validates the first request's node and connects the proxy.
-func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*conn, error) {
+// open validates the first request's node, checks it against the stream's
+// caller (nil on the plaintext port) and connects the proxy.
+func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, who *caller, delta bool) (*conn, error) {
 	ctx := ss.Context()
 	addr := ""
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
@@ -232,6 +235,9 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 	}
 	if err := s.checkNode(node); err != nil { // input_limits.go
 		s.log.Warn("xds stream refused", "node", clip(node.GetId(), clipShort), "peer", addr, "err", clip(err.Error(), clipMessage))
+		return nil, err
+	}
+	if err := s.authorize(who, node, addr); err != nil { // identity.go
 		return nil, err
 	}
 	if err := s.clients.enter(addr); err != nil { // limits.go
@@ -263,6 +269,8 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, delta bool) (*
 		peer:     addr,
 		seq:      s.streams.Add(1),
 		credAuth: errCredUnchecked,
+		who:      who,
+		grpcGen:  grpcGenerator(node),
 		errs:     make(chan error, 1),
 	}
 	if n, err := engine.ParseNode(node); err == nil {
@@ -290,9 +298,11 @@ func (c *conn) nextNonce() uint64 {
 }
 
 // generate asks the session for resources into the reused scratch slice. The
-// result is valid until the next call. ok is false for a type the engine does
-// not serve; other errors end the stream.
-func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []engine.Resource, ok bool, err error) {
+// result is valid until the next call. For a type the engine does not serve
+// it answers as istiod would (unknown_types.go): answerEmpty (an empty set),
+// or answerNone with no error (left unanswered) or with the status that
+// ends the stream; other errors end the stream too.
+func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []engine.Resource, a answer, err error) {
 	if c.scratch == nil {
 		if p, ok := scratchPool.Get().(*[]engine.Resource); ok {
 			c.scratch = *p
@@ -303,18 +313,18 @@ func (c *conn) generate(typeURL string, names []string, wildcard bool) (res []en
 	c.scratch = res[:0]
 	switch {
 	case errors.Is(err, engine.ErrUnknownType):
-		c.log.Debug("xds request for a type the engine does not serve", "type", clip(typeURL, clipShort))
-		return nil, false, nil
+		a, err = c.unknownType(typeURL)
+		return nil, a, err
 	case err != nil:
 		c.srv.metrics.PushError(typeURL, c.failReason("generate"))
 		msg := clip(err.Error(), clipMessage)
 		c.log.Error("xds generate failed", "type", typeURL, "err", msg)
-		return nil, false, status.Errorf(codes.Internal, "generate %s: %s", typeURL, msg)
+		return nil, answerNone, status.Errorf(codes.Internal, "generate %s: %s", typeURL, msg)
 	}
 	if typeURL == engine.TypeSecret && !c.credentialsAllowed() {
-		return res[:0], true, nil // answered, with no credential
+		return res[:0], answerServed, nil // answered, with no credential
 	}
-	return res, true, nil
+	return res, answerServed, nil
 }
 
 // send writes an assembled response of version and hands its buffer to

@@ -33,14 +33,16 @@ import (
 // shared and immutable: a change replaces them (see delta_held.go and
 // delta_transition.go), so a connected proxy costs a few pointers per type.
 //
-// A type's state is kept only once the engine served it: a type it does not
-// serve is left unanswered (as istiod does) and leaves nothing on the
-// stream.
+// A type's state is kept only once it was answered: a type the engine does
+// not serve and istiod leaves unanswered leaves nothing on the stream; one
+// istiod answers with an empty set is kept as any answered type
+// (unknown_types.go).
 type deltaType struct {
 	typeURL  string
 	wildcard bool
 	started  bool     // the first request was handled
-	unknown  bool     // the engine does not serve this type (the first request learns it)
+	unknown  bool     // the engine does not serve this type and it is left unanswered (the first request learns it)
+	empty    bool     // the engine does not serve this type: answered with an empty set, never pushed (unknown_types.go)
 	nacked   bool     // the last response was rejected
 	subs     []string // explicit subscriptions, sorted, without "*" (shared)
 	subsHash uint64   // hashNames(subs)
@@ -162,7 +164,7 @@ func (s *deltaStream) handleType(t *deltaType, req *discoveryv3.DeltaDiscoveryRe
 
 func (s *deltaStream) push(p engine.Push) error {
 	for _, t := range s.types {
-		if !t.started || t.unknown || !pushes(&p, t.typeURL) {
+		if !t.started || t.unknown || t.empty || !pushes(&p, t.typeURL) {
 			continue
 		}
 		if t.typeURL == engine.TypeEndpoint && !p.Full && p.Endpoints != nil {
@@ -202,13 +204,14 @@ func (s *deltaStream) respond(t *deltaType, only []string, always bool) error {
 		wildcard = t.wildcard
 	}
 	var res []engine.Resource
-	if wildcard || len(names) > 0 || always { // the first response also learns whether the type is served
-		var ok bool
+	if !t.empty && (wildcard || len(names) > 0 || always) { // the first response also learns whether the type is served
+		var a answer
 		var err error
-		if res, ok, err = s.generate(t.typeURL, names, wildcard); !ok {
+		if res, a, err = s.generate(t.typeURL, names, wildcard); a == answerNone {
 			t.unknown = err == nil
 			return err
 		}
+		t.empty = a == answerEmpty
 	}
 	k := respondKey{
 		typeURL: t.typeURL, held: t.held, subs: t.subsHash, nsubs: len(t.subs),

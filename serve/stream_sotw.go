@@ -34,7 +34,9 @@ import (
 
 // sotwType is one type URL's state on a SotW stream. A type's state is
 // kept only once a response of it was sent: a type the engine does not
-// serve leaves nothing on the stream.
+// serve and istiod leaves unanswered leaves nothing on the stream; one
+// istiod answers with an empty set is kept as any answered type
+// (unknown_types.go).
 type sotwType struct {
 	typeURL  string
 	names    []string // explicit subscriptions, sorted, unique, without "*"
@@ -47,6 +49,7 @@ type sotwType struct {
 	nonce    uint64 // nonce of the last response
 	nackedAt uint64 // nonce of the last response rejected (each is counted once)
 	partial  bool   // the last response was a partial EDS update
+	empty    bool   // the engine does not serve the type: answered with an empty set, never pushed (unknown_types.go)
 	// rawNames is a digest of the last request's resource_names as sent:
 	// Envoy repeats its whole subscription in every ACK (a thousand names
 	// for EDS in a large mesh), so an unchanged list is recognised without
@@ -88,9 +91,10 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 	}
 	t := s.lookup(typeURL)
 	if t == nil {
-		// The first request of the type. Its state is kept only once the
-		// engine answered it: an unknown type (left unanswered, as istiod
-		// does) keeps nothing, so a flood of them costs no memory.
+		// The first request of the type. Its state is kept only once it
+		// was answered: an unknown type left unanswered (as istiod does,
+		// unknown_types.go) keeps nothing, so a flood of them costs no
+		// memory.
 		if len(s.types) >= maxTypesPerStream {
 			return errTooManyTypes
 		}
@@ -144,7 +148,7 @@ func (s *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 
 func (s *sotwStream) push(p engine.Push) error {
 	for _, t := range s.types {
-		if !t.sent || !pushes(&p, t.typeURL) {
+		if !t.sent || t.empty || !pushes(&p, t.typeURL) {
 			continue
 		}
 		if t.typeURL == engine.TypeEndpoint && !p.Full && p.Endpoints != nil && !t.wildcard {
@@ -170,12 +174,13 @@ func (s *sotwStream) push(p engine.Push) error {
 // rejected).
 func (s *sotwStream) respond(t *sotwType, force bool) error {
 	var res []engine.Resource
-	if t.wildcard || len(t.names) > 0 || !t.sent { // the first response also learns whether the type is served
-		var ok bool
+	if !t.empty && (t.wildcard || len(t.names) > 0 || !t.sent) { // the first response also learns whether the type is served
+		var a answer
 		var err error
-		if res, ok, err = s.generate(t.typeURL, t.names, t.wildcard); !ok {
+		if res, a, err = s.generate(t.typeURL, t.names, t.wildcard); a == answerNone {
 			return err
 		}
+		t.empty = a == answerEmpty
 	}
 	d := setDigest(res)
 	if !force && t.sent && d == t.digest {
@@ -216,8 +221,8 @@ func (s *sotwStream) sendResponse(t *sotwType, version, content uint64, res []en
 // version is the digest of that partial set, tagged so that it never equals
 // a full set's: the next full push then resends the whole set once.
 func (s *sotwStream) respondPartial(t *sotwType, names []string) error {
-	res, ok, err := s.generate(t.typeURL, names, false)
-	if !ok {
+	res, a, err := s.generate(t.typeURL, names, false)
+	if a != answerServed {
 		return err
 	}
 	if len(res) == 0 {
@@ -241,8 +246,8 @@ func (s *sotwStream) respondPartial(t *sotwType, names []string) error {
 // shrank is answered with nothing. After a config change that adds one
 // cluster, a proxy gets one assignment instead of all of them again.
 func (s *sotwStream) respondAdded(t *sotwType, before []string) error {
-	res, ok, err := s.generate(t.typeURL, t.names, false)
-	if !ok {
+	res, ans, err := s.generate(t.typeURL, t.names, false)
+	if ans != answerServed {
 		return err
 	}
 	d := setDigest(res)

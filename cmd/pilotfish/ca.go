@@ -48,6 +48,15 @@ type caOptions struct {
 	// grpcOptions are added to the TLS server's (runServe sets the limits'
 	// keepalive and message size, as on the plaintext server).
 	grpcOptions []grpc.ServerOption
+	// noXDSAuth serves xDS on the TLS port without authenticating callers
+	// (istiod's XDS_AUTH=false); noXDSIdentityCheck authenticates them but
+	// does not match their node against their identity
+	// (PILOT_ENABLE_XDS_IDENTITY_CHECK=false). Both off by default.
+	noXDSAuth          bool
+	noXDSIdentityCheck bool
+	// authMetrics counts the TLS port's refused handshakes (runServe sets
+	// the xDS metrics).
+	authMetrics serve.XDSMetrics
 }
 
 func addCAFlags(f *pflag.FlagSet, o *caOptions) {
@@ -64,6 +73,8 @@ func addCAFlags(f *pflag.FlagSet, o *caOptions) {
 	f.StringSliceVar(&o.tokenAudiences, "token-audiences", envList("TOKEN_AUDIENCES", []string{ca.DefaultTokenAudience}), "audiences a Kubernetes service account token must be valid for (TOKEN_AUDIENCES)")
 	f.StringVar(&o.kubeconfig, "token-review-kubeconfig", "", "kubeconfig of the API server that reviews service account tokens (and, without --cacerts-dir and --ca-state-dir, keeps the self-signed root in Secret "+ca.SecretName+"); in a pod, the in-cluster config is used without it")
 	f.StringVar(&o.rootKeyType, "ca-key-type", ca.KeyECDSAP256, "key of a new self-signed root: ecdsa-p256 or rsa-2048")
+	f.BoolVar(&o.noXDSAuth, "disable-xds-auth", !envBool("XDS_AUTH", true), "serve xDS on the TLS port to any client that completes the TLS handshake, without a client certificate or token (istiod's XDS_AUTH=false); insecure")
+	f.BoolVar(&o.noXDSIdentityCheck, "disable-xds-identity-check", !envBool("PILOT_ENABLE_XDS_IDENTITY_CHECK", true), "on the TLS port, serve an authenticated client whatever namespace and service account its node claims (istiod's PILOT_ENABLE_XDS_IDENTITY_CHECK=false); insecure")
 }
 
 // secureServing is the CA and the TLS gRPC port, wired. Every method is
@@ -81,10 +92,11 @@ type secureServing struct {
 
 // newSecureServing builds the CA, registers its service on plain (the
 // plaintext gRPC server), and opens the TLS gRPC listener with a server on
-// which register (the xDS service) and the CA are registered. Nothing runs
-// until run.
+// which register (the xDS service, with the CA's authenticators: clients
+// present a certificate from the mesh CA or a token, and their node must be
+// theirs) and the CA are registered. Nothing runs until run.
 func newSecureServing(ctx context.Context, o caOptions, log *slog.Logger, reg prometheus.Registerer,
-	plain *grpc.Server, register func(grpc.ServiceRegistrar),
+	plain *grpc.Server, register func(grpc.ServiceRegistrar, serve.AuthOptions),
 ) (*secureServing, error) {
 	if o.disabled {
 		if o.tlsAddr != "" {
@@ -121,8 +133,16 @@ func newSecureServing(ctx context.Context, o caOptions, log *slog.Logger, reg pr
 		return nil, err
 	}
 	opts := append(serve.ServerOptions(), o.grpcOptions...) // keepalive and message size (serve_limits.go)
-	s.tlsServer = grpc.NewServer(append(opts, grpc.Creds(credentials.NewTLS(s.serving.ServerTLSConfig())))...)
-	register(s.tlsServer)
+	creds := serve.CountHandshakeFailures(credentials.NewTLS(s.serving.ServerTLSConfig()), o.authMetrics, log)
+	s.tlsServer = grpc.NewServer(append(opts, grpc.Creds(creds))...)
+	auth := serve.AuthOptions{Authenticator: s.authority, SkipIdentityCheck: o.noXDSIdentityCheck}
+	if o.noXDSAuth {
+		auth.Authenticator = nil
+		log.Warn("xDS on the TLS port is not authenticated (--disable-xds-auth, XDS_AUTH=false): any client that completes the TLS handshake is served any node's config")
+	} else if o.noXDSIdentityCheck {
+		log.Warn("xDS on the TLS port does not check that a node is the caller's (--disable-xds-identity-check, PILOT_ENABLE_XDS_IDENTITY_CHECK=false)")
+	}
+	register(s.tlsServer, auth)
 	caServer.Register(s.tlsServer)
 	if s.tlsLis, err = net.Listen("tcp", o.tlsAddr); err != nil {
 		return nil, fmt.Errorf("gRPC TLS listen on %s: %w", o.tlsAddr, err)

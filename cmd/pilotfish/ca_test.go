@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/pilotfish-mesh/pilotfish/ca"
+	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
 // --ca-state-dir keeps the self-signed root: a restarted pilotfish signs
@@ -20,7 +21,7 @@ func TestCAStateDirReusedOnRestart(t *testing.T) {
 	start := func() *secureServing {
 		t.Helper()
 		s, err := newSecureServing(context.Background(), caOptions{stateDir: dir, rootCertOut: rootOut},
-			slog.New(slog.DiscardHandler), nil, grpc.NewServer(), func(grpc.ServiceRegistrar) {})
+			slog.New(slog.DiscardHandler), nil, grpc.NewServer(), func(grpc.ServiceRegistrar, serve.AuthOptions) {})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +50,7 @@ func TestCABadSettingsRefused(t *testing.T) {
 		"unknown root key type":     {rootKeyType: "dsa"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := newSecureServing(context.Background(), o, slog.New(slog.DiscardHandler), nil, grpc.NewServer(), func(grpc.ServiceRegistrar) {})
+			_, err := newSecureServing(context.Background(), o, slog.New(slog.DiscardHandler), nil, grpc.NewServer(), func(grpc.ServiceRegistrar, serve.AuthOptions) {})
 			if err == nil {
 				t.Fatal("accepted")
 			}

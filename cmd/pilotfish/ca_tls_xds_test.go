@@ -20,11 +20,14 @@ import (
 
 // The TLS port serves xDS too, with a certificate from pilotfish's own CA
 // for istiod's name: a client that trusts the root written to
-// --root-cert-out (as istio-agent with XDS_ROOT_CA does) gets its clusters
-// over TLS, through the raw-bytes codec.
+// --root-cert-out (as istio-agent with XDS_ROOT_CA does) and presents a
+// certificate of its namespace from the CA gets its clusters over TLS,
+// through the raw-bytes codec. (Who may ask for what: xds_identity_test.go.)
 func TestCATLSPortServesXDS(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root-cert.pem")
-	s := startCAServe(t, caOptions{tlsAddr: "127.0.0.1:0", rootCertOut: root})
+	iss := newTestIssuer(t, "https://issuer.pilotfish.test", "istio-ca")
+	s := startCAServe(t, caOptions{tlsAddr: "127.0.0.1:0", rootCertOut: root, jwtRule: iss.rule})
+	cert := issueFiles(t, s.grpcAddr.String(), iss.token(t, "shop", "client", "istio-ca", time.Hour), filepath.Join(t.TempDir(), "client"))
 	rootPEM, err := os.ReadFile(root)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +37,7 @@ func TestCATLSPortServesXDS(t *testing.T) {
 		t.Fatal("no root written")
 	}
 	cc, err := grpc.NewClient(s.grpcTLSAddr.String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
-		RootCAs: roots, ServerName: ca.DefaultServingDNSName, MinVersion: tls.VersionTLS12,
+		RootCAs: roots, ServerName: ca.DefaultServingDNSName, MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
 	})))
 	if err != nil {
 		t.Fatal(err)

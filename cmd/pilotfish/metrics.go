@@ -28,6 +28,7 @@ type metrics struct {
 	pushCycles  *prometheus.CounterVec
 	// push follows the last pushes for /debug/push_status.
 	push *debug.PushStatus
+	auth *authMetrics // metrics_xds_auth.go
 }
 
 // newMetrics returns the metrics of a server reading idx (its gauges read
@@ -67,6 +68,7 @@ func newMetrics(idx engine.Index) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pilotfish_index_version", Help: "Version of the current index snapshot."},
 			func() float64 { return float64(engine.CountIndex(idx).Version) }),
 	)
+	m.auth = newAuthMetrics(m.registry)
 	return m
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/ca"
 	"github.com/pilotfish-mesh/pilotfish/internal/kubetest"
+	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
 // TestRootCertConfigMaps runs the leader's root-cert duty with the
@@ -29,7 +30,7 @@ func TestRootCertConfigMaps(t *testing.T) {
 		c.EnsureNamespace(t, ns)
 	}
 	token := c.ServiceAccountToken(t, "istio-system", "pilotfish", nil)
-	secure, err := newSecureServing(context.Background(), caOptions{}, slog.New(slog.DiscardHandler), nil, grpc.NewServer(), func(grpc.ServiceRegistrar) {})
+	secure, err := newSecureServing(context.Background(), caOptions{}, slog.New(slog.DiscardHandler), nil, grpc.NewServer(), func(grpc.ServiceRegistrar, serve.AuthOptions) {})
 	if err != nil {
 		t.Fatal(err)
 	}

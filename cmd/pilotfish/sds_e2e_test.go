@@ -18,8 +18,10 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/ca"
@@ -162,20 +164,22 @@ func testSDS(t *testing.T, start func(caOptions) started, write func(secretYAML 
 		t.Fatal("the rotated certificate was not pushed")
 	}
 
-	// Plaintext, and an identity of another namespace: no credential.
+	// Plaintext: no credential. An identity of another namespace: the
+	// stream itself is refused (the node is not the caller's).
 	plain, err := grpc.NewClient(s.grpcAddr.String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = plain.Close() })
-	for what, cc := range map[string]*grpc.ClientConn{"plaintext": plain, "identity of namespace other": dialTLS("other", "gateway")} {
-		r, err := sdsStream(t, cc).Recv()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if len(r.Resources) != 0 {
-			t.Errorf("%s: %d secrets served", what, len(r.Resources))
-		}
+	r, err = sdsStream(t, plain).Recv()
+	if err != nil {
+		t.Fatalf("plaintext: %v", err)
+	}
+	if len(r.Resources) != 0 {
+		t.Errorf("plaintext: %d secrets served", len(r.Resources))
+	}
+	if _, err := sdsStream(t, dialTLS("other", "gateway")).Recv(); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("identity of namespace other: %v, want PermissionDenied", err)
 	}
 
 	// Never in debug output.

@@ -36,6 +36,7 @@ type serveOptions struct {
 	ca                caOptions      // ca.go
 	limits            limitOptions   // serve_limits.go
 	webhook           webhookOptions // webhook.go
+	inject            injectOptions  // inject.go
 	kube              kubeOptions    // serve_kube.go
 	leader            leaderOptions  // leader.go
 	logOut            io.Writer      // where logs go; nil is stderr (tests capture them)
@@ -89,6 +90,7 @@ flag on the command line wins).`,
 	addCAFlags(f, &o.ca)
 	addLimitFlags(f, &o.limits)
 	addWebhookFlags(f, &o.webhook)
+	addInjectFlags(f, &o.inject)
 	addKubeFlags(f, &o.kube)
 	addLeaderFlags(f, &o.leader)
 	return cmd
@@ -137,11 +139,12 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	go gate.run(ctx)
 	controlPlaneID := debug.ControlPlaneID(version)
 	xdsServer := serve.NewXDSServer(backend{e: eng, gate: gate}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
-		ControlPlaneID: controlPlaneID, Debug: debug.XDS(eng)})
+		ControlPlaneID: controlPlaneID, Debug: debug.XDS(eng), RootNamespace: mesh.RootNamespace})
 	xdsServer.Register(grpcServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
 	o.ca.grpcOptions = o.limits.grpcOptions() // the TLS server's too (serve_limits.go)
-	secure, err := newSecureServing(ctx, o.ca, log, metrics.registry, grpcServer, xdsServer.Register)
+	o.ca.authMetrics = metrics.xds()
+	secure, err := newSecureServing(ctx, o.ca, log, metrics.registry, grpcServer, xdsServer.RegisterAuthenticated)
 	if err != nil {
 		return err
 	}
@@ -151,6 +154,10 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return err
 	}
 	defer webhook.close()
+	if err := webhook.serveInjection(ctx, o.inject, log); err != nil { // sidecar injection: inject.go
+		secure.stop()
+		return err
+	}
 	leader, err := serveLeader(o, secure, webhook, log) // once-per-cluster duties: leader.go
 	if err != nil {
 		secure.stop()

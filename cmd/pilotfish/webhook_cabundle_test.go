@@ -20,6 +20,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/ca"
 	"github.com/pilotfish-mesh/pilotfish/internal/kubetest"
+	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
 // TestWebhookCABundleDuty applies deploy/manifests to a real API server
@@ -37,7 +38,7 @@ func TestWebhookCABundleDuty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secure, err := newSecureServing(context.Background(), caOptions{}, slog.New(slog.DiscardHandler), nil, grpc.NewServer(), func(grpc.ServiceRegistrar) {})
+	secure, err := newSecureServing(context.Background(), caOptions{}, slog.New(slog.DiscardHandler), nil, grpc.NewServer(), func(grpc.ServiceRegistrar, serve.AuthOptions) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,8 @@ var forbidden = map[string]map[string]string{
 // them too.
 var alone = map[string]string{
 	"index": "index is the bottom of the graph: sources write it, engine reads it, it knows neither",
+	"inject": "sidecar injection is a pure function of the pod, the injector config and the mesh config: " +
+		"no index, no xDS; cmd wires it to the webhook server",
 	"loadgen": "loadgen measures pilotfish as a black box, as it would istiod: it uses protocol types " +
 		"only, never engine, encode, serve or index",
 }

@@ -28,6 +28,13 @@
 //	                           the resource's protojson text contains TEXT
 //	excludes NAME TYPE RES TEXT
 //	                           ... and does not
+//	case CASE                  apply internal/istiodref case CASE's
+//	                           config.yaml and connect each proxy of its
+//	                           proxies.yaml, named as there
+//	istiod NAME TYPE RES [PATH]
+//	                           the resource (or its part at PATH) equals, field
+//	                           by field, what real istiod sent the same proxy
+//	                           for the same input (the case's istiod/NAME.json)
 //
 // TYPE is cds, eds, lds or rds. A proxy's config is fetched afresh for
 // every assertion after a change, as a sidecar subscribes: every cluster

@@ -14,6 +14,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 )
 
 // Target is where a script's proxies get their config.
@@ -74,6 +76,8 @@ type script struct {
 	a       *Archive
 	target  Target
 	proxies map[string]*proxy
+	// istiodCase is the istiodref case the script loaded (case NAME).
+	istiodCase *istiodref.Case
 }
 
 type proxy struct {
@@ -158,8 +162,15 @@ func (s *script) exec(args []string) error {
 			return err
 		}
 		return check(cmd, args[1], res, args[2:])
+	case "case":
+		if len(args) != 1 {
+			return fmt.Errorf("case wants the name of an istiodref case")
+		}
+		return s.loadCase(args[0])
+	case "istiod":
+		return s.compareIstiod(args)
 	}
-	return fmt.Errorf("unknown command %q (apply, replace, delete, proxy, has, lacks, count, field, contains, excludes)", cmd)
+	return fmt.Errorf("unknown command %q (apply, replace, delete, proxy, case, has, lacks, count, field, contains, excludes, istiod)", cmd)
 }
 
 func (s *script) changed() {

@@ -10,4 +10,5 @@ package tools
 import (
 	_ "istio.io/istio/istioctl/cmd/istioctl"
 	_ "istio.io/istio/pilot/cmd/pilot-agent"
+	_ "istio.io/istio/pilot/cmd/pilot-discovery"
 )

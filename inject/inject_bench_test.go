@@ -1,0 +1,78 @@
+package inject_test
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/pilotfish-mesh/pilotfish/inject"
+)
+
+// benchInputs are the corpus cases that inject, with their injector.
+type benchInput struct {
+	name string
+	in   *inject.Injector
+	req  inject.Request
+}
+
+func benchInputs(t testing.TB) []benchInput {
+	t.Helper()
+	var out []benchInput
+	for _, c := range loadCorpus(t) {
+		s := settings(t, c.variant, slices.Contains(c.env, "ENABLE_NATIVE_SIDECARS=true"))
+		in, err := inject.New(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := parseWorkload(t, c.input)
+		req := inject.Request{Pod: w.pod, Owner: w.owner, OwnerType: w.ownerType}
+		if res, err := in.Inject(req); err != nil || !res.Injected {
+			continue
+		}
+		out = append(out, benchInput{c.name, in, req})
+	}
+	return out
+}
+
+// BenchmarkInject injects every corpus pod that gets a sidecar, in turn:
+// the CPU cost of one injection, for the comparison with istiod's.
+func BenchmarkInject(b *testing.B) {
+	inputs := benchInputs(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		x := inputs[i%len(inputs)]
+		if _, err := x.in.Inject(x.req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "injections/s")
+}
+
+// TestInjectDeterministicAndPure is BenchmarkInject's small-size twin: for
+// every injected corpus pod, two injections give the same patch bytes,
+// and the input pod is left as it was.
+func TestInjectDeterministicAndPure(t *testing.T) {
+	inputs := benchInputs(t)
+	if len(inputs) < 25 {
+		t.Fatalf("%d injected corpus cases, want at least 25", len(inputs))
+	}
+	for _, x := range inputs {
+		before := x.req.Pod.DeepCopy()
+		a, err := x.in.Inject(x.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := x.in.Inject(x.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Patch, b.Patch) {
+			t.Errorf("%s: two injections gave different patches", x.name)
+		}
+		if !reflect.DeepEqual(before, x.req.Pod) {
+			t.Errorf("%s: the input pod was modified", x.name)
+		}
+	}
+}

@@ -1,0 +1,437 @@
+package inject
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
+
+	"istio.io/api/annotation"
+	"istio.io/api/label"
+	meshconfig "istio.io/api/mesh/v1alpha1"
+)
+
+// The names the injector gives and looks for.
+const (
+	proxyName      = "istio-proxy"
+	initName       = "istio-init"
+	validationName = "istio-validation"
+	coreDumpName   = "enable-core-dump"
+	// autoImage on a user's istio-proxy container means "the injected
+	// image" (a container must name one).
+	autoImage = "auto"
+)
+
+// TemplateData is what a template sees as ".": the fields and their
+// types are istiod's (SidecarTemplateData), since templates written for
+// istiod address them by name.
+type TemplateData struct {
+	TypeMeta                 metav1.TypeMeta
+	DeploymentMeta           types.NamespacedName
+	ObjectMeta               metav1.ObjectMeta
+	Spec                     corev1.PodSpec
+	ProxyConfig              *meshconfig.ProxyConfig
+	MeshConfig               *meshconfig.MeshConfig
+	Values                   map[string]any
+	Revision                 string
+	NativeSidecars           bool
+	ProxyImage               string
+	ProxyInitImage           string
+	ProxyUID                 int64
+	ProxyGID                 int64
+	InboundTrafficPolicyMode string
+	CompliancePolicy         string
+}
+
+// job is one injection in progress.
+type job struct {
+	s         *Settings
+	pod       *corev1.Pod // the input (namespace filled in); never modified
+	owner     types.NamespacedName
+	ownerType metav1.TypeMeta
+	envs      map[string]string // proxy env overrides (cluster, network, path parameters)
+	pc        *meshconfig.ProxyConfig
+}
+
+// run renders the templates over the pod and post-processes the result.
+func (j *job) run() (*corev1.Pod, error) {
+	if err := validateAnnotations(j.pod.Annotations); err != nil {
+		return nil, err
+	}
+	j.pc = j.s.Mesh.GetDefaultConfig()
+	if j.pc == nil {
+		j.pc = defaultProxyConfig()
+	}
+	if v, ok := j.pod.Annotations[annotation.ProxyConfig.Name]; ok {
+		pc, err := mergeProxyConfig(j.pc, []byte(v))
+		if err != nil { // validateAnnotations parsed it already
+			return nil, fmt.Errorf("%w: %s: %v", ErrAnnotation, annotation.ProxyConfig.Name, err)
+		}
+		j.pc = pc
+	}
+	j.clusterAndNetwork()
+	merged, tmpl, err := j.render()
+	if err != nil {
+		return nil, err
+	}
+	if merged, err = j.reapplyUserContainers(merged, tmpl); err != nil {
+		return nil, err
+	}
+	if err := j.postProcess(merged, tmpl); err != nil {
+		return nil, err
+	}
+	return merged, nil
+}
+
+// clusterAndNetwork fills the proxy's cluster and network envs: the
+// values', then the path parameters', then the pod's network label.
+func (j *job) clusterAndNetwork() {
+	cluster := j.s.Values.str("global", "multiCluster", "clusterName")
+	network := j.s.Values.str("global", "network")
+	if v := j.envs["ISTIO_META_CLUSTER_ID"]; v != "" {
+		cluster = v
+	}
+	if v := j.envs["ISTIO_META_NETWORK"]; v != "" {
+		network = v
+	}
+	if v, ok := j.pod.Labels[label.TopologyNetwork.Name]; ok {
+		network = v
+	}
+	if cluster != "" {
+		j.envs["ISTIO_META_CLUSTER_ID"] = cluster
+	}
+	if network != "" {
+		j.envs["ISTIO_META_NETWORK"] = network
+	}
+}
+
+// render runs the selected templates in order. Each is merged
+// (strategic merge, as kubectl patches) over the pod so far, and over the
+// templates-only pod that says what was injected.
+func (j *job) render() (merged, tmpl *corev1.Pod, err error) {
+	stripped, err := j.strippedPod()
+	if err != nil {
+		return nil, nil, err
+	}
+	data := &TemplateData{
+		TypeMeta:                 j.ownerType,
+		DeploymentMeta:           j.owner,
+		ObjectMeta:               stripped.ObjectMeta,
+		Spec:                     stripped.Spec,
+		ProxyConfig:              j.pc,
+		MeshConfig:               j.s.Mesh,
+		Values:                   j.s.Values.m,
+		Revision:                 j.s.Revision,
+		NativeSidecars:           j.s.NativeSidecars,
+		ProxyImage:               j.proxyImage(stripped.Annotations),
+		ProxyInitImage:           j.proxyInitImage(stripped.Annotations),
+		ProxyUID:                 1337,
+		ProxyGID:                 1337,
+		InboundTrafficPolicyMode: inboundMode(j.s.Mesh),
+		CompliancePolicy:         j.s.CompliancePolicy,
+	}
+	merged, tmpl = j.pod, &corev1.Pod{}
+	var buf bytes.Buffer
+	for _, name := range j.templateNames() {
+		t, ok := j.s.Config.templates[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: %q not found; have %s", ErrTemplate, name, strings.Join(j.s.Config.names, ", "))
+		}
+		buf.Reset()
+		if err := t.Execute(&buf, data); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrTemplate, err)
+		}
+		overlay := map[string]any{}
+		if err := yaml.Unmarshal(buf.Bytes(), &overlay); err != nil {
+			return nil, nil, fmt.Errorf("%w: template %q rendered invalid YAML: %v", ErrTemplate, name, err)
+		}
+		// The merge consumes its patch (it drops nulls as it applies
+		// them): each merge gets its own copy.
+		if tmpl, err = mergePod(tmpl, copyJSON(overlay).(map[string]any)); err != nil {
+			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+		}
+		// With native sidecars the template puts the proxy among the
+		// init containers; a user's customised istio-proxy in containers
+		// follows it there before the merge.
+		if j.native(merged) && findContainer(tmpl.Spec.InitContainers, proxyName) != nil &&
+			findContainer(merged.Spec.Containers, proxyName) != nil {
+			merged = merged.DeepCopy()
+			i := containerIndex(merged.Spec.Containers, proxyName)
+			c := merged.Spec.Containers[i]
+			merged.Spec.Containers = append(merged.Spec.Containers[:i:i], merged.Spec.Containers[i+1:]...)
+			merged.Spec.InitContainers = append(merged.Spec.InitContainers, c)
+		}
+		if merged, err = mergePod(merged, overlay); err != nil {
+			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+		}
+	}
+	return merged, tmpl, nil
+}
+
+// native: the pod's sidecar.istio.io/nativeSidecar, else the setting.
+func (j *job) native(p *corev1.Pod) bool {
+	switch p.Annotations["sidecar.istio.io/nativeSidecar"] {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return j.s.NativeSidecars
+}
+
+// templateNames: inject.istio.io/templates, else the defaults, with
+// aliases expanded one level.
+func (j *job) templateNames() []string {
+	names := j.s.Config.DefaultTemplates
+	if v, ok := j.pod.Annotations[annotation.InjectTemplates.Name]; ok {
+		names = nil
+		for _, n := range strings.Split(v, ",") {
+			names = append(names, strings.TrimSpace(n))
+		}
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if a, ok := j.s.Config.Aliases[n]; ok {
+			out = append(out, a...)
+		} else {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// strippedPod is what templates see: on re-injection the pod without
+// what the last injection added (so the result does not depend on how
+// often a pod was injected), plus the user's overrides it recorded.
+func (j *job) strippedPod() (*corev1.Pod, error) {
+	pod := j.pod
+	if st, ok := parseStatus(pod.Annotations[annotation.SidecarStatus.Name]); ok {
+		pod = pod.DeepCopy()
+		for _, n := range st.Containers {
+			pod.Spec.Containers = withoutContainer(pod.Spec.Containers, n)
+		}
+		for _, n := range st.InitContainers {
+			pod.Spec.InitContainers = withoutContainer(pod.Spec.InitContainers, n)
+		}
+		if port, ok := prometheusPort(pod); ok && port == fmt.Sprint(j.s.Mesh.GetDefaultConfig().GetStatusPort()) {
+			clearPrometheusAnnotations(pod)
+		}
+		delete(pod.Annotations, annotation.SidecarStatus.Name)
+	}
+	ov, err := parseOverrides(pod.Annotations)
+	if err != nil {
+		return nil, err
+	}
+	if len(ov.Containers)+len(ov.InitContainers) == 0 {
+		return pod, nil
+	}
+	if pod == j.pod {
+		pod = pod.DeepCopy()
+	}
+	for _, c := range ov.Containers {
+		if findContainer(pod.Spec.Containers, c.Name) == nil {
+			pod.Spec.Containers = append(pod.Spec.Containers, c)
+		}
+	}
+	for _, c := range ov.InitContainers {
+		if findContainer(pod.Spec.InitContainers, c.Name) == nil {
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+		}
+	}
+	return pod, nil
+}
+
+// status is the sidecar.istio.io/status annotation.
+type status struct {
+	InitContainers   []string `json:"initContainers"`
+	Containers       []string `json:"containers"`
+	Volumes          []string `json:"volumes"`
+	ImagePullSecrets []string `json:"imagePullSecrets"`
+	Revision         string   `json:"revision"`
+}
+
+func parseStatus(v string) (status, bool) {
+	var st status
+	if v == "" || json.Unmarshal([]byte(v), &st) != nil {
+		return status{}, false
+	}
+	return st, true
+}
+
+// overrides is the proxy.istio.io/overrides annotation: the user's own
+// definitions of injected containers, recorded at first injection.
+type overrides struct {
+	Containers     []corev1.Container `json:"containers,omitempty"`
+	InitContainers []corev1.Container `json:"initContainers,omitempty"`
+}
+
+func parseOverrides(ann map[string]string) (overrides, error) {
+	var ov overrides
+	v, ok := ann[annotation.ProxyOverrides.Name]
+	if !ok {
+		return ov, nil
+	}
+	if err := json.Unmarshal([]byte(v), &ov); err != nil {
+		return ov, fmt.Errorf("%w: %s: %v", ErrAnnotation, annotation.ProxyOverrides.Name, err)
+	}
+	return ov, nil
+}
+
+// proxyImage is hub/image:tag with the image type (proxy config, else the
+// values' variant, else the pod's sidecar.istio.io/proxyImageType).
+func (j *job) proxyImage(ann map[string]string) string {
+	name := j.s.Values.str("global", "proxy", "image")
+	if name == "" {
+		name = "proxyv2"
+	}
+	typ := ""
+	if img := j.pc.GetImage(); img != nil {
+		typ = img.ImageType
+	}
+	return j.imageURL(name, typ, ann)
+}
+
+func (j *job) proxyInitImage(ann map[string]string) string {
+	name := j.s.Values.str("global", "proxy_init", "image")
+	if name == "" {
+		name = "proxyv2"
+	}
+	return j.imageURL(name, "", ann)
+}
+
+// knownImageTypes are the tag suffixes Istio publishes images with.
+var knownImageTypes = []string{"distroless", "debug"}
+
+func (j *job) imageURL(name, typ string, ann map[string]string) string {
+	tag := j.s.Values.str("global", "tag")
+	if typ == "" {
+		typ = j.s.Values.str("global", "variant")
+	}
+	if v, ok := ann[annotation.SidecarProxyImageType.Name]; ok {
+		typ = v
+	}
+	if typ != "" {
+		for _, k := range knownImageTypes {
+			if strings.HasSuffix(tag, "-"+k) {
+				tag = strings.TrimSuffix(tag, "-"+k)
+				break
+			}
+		}
+		if typ != "default" {
+			tag += "-" + typ
+		}
+	}
+	return j.s.Values.str("global", "hub") + "/" + name + ":" + tag
+}
+
+func inboundMode(mc *meshconfig.MeshConfig) string {
+	if mc.GetInboundTrafficPolicy().GetMode() == meshconfig.MeshConfig_InboundTrafficPolicy_LOCALHOST {
+		return "localhost"
+	}
+	return "passthrough"
+}
+
+// podPatchMeta is the strategic-merge schema of a Pod.
+var podPatchMeta = func() strategicpatch.LookupPatchMeta {
+	m, err := strategicpatch.NewPatchMetaFromStruct(corev1.Pod{})
+	if err != nil {
+		panic(err) // a k8s.io/api type always has a schema
+	}
+	return m
+}()
+
+// mergePod merges overlay (a pod's JSON form) over p with Kubernetes'
+// strategic merge patch: lists with a merge key (containers by name,
+// volumes by name, env by name) merge element by element.
+func mergePod(p *corev1.Pod, overlay map[string]any) (*corev1.Pod, error) {
+	cur, err := toMap(p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, overlay, podPatchMeta)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	var res corev1.Pod
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// copyJSON deep-copies a decoded JSON value.
+func copyJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = copyJSON(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = copyJSON(e)
+		}
+		return l
+	}
+	return v
+}
+
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func findContainer(cs []corev1.Container, name string) *corev1.Container {
+	if i := containerIndex(cs, name); i >= 0 {
+		return &cs[i]
+	}
+	return nil
+}
+
+func containerIndex(cs []corev1.Container, name string) int {
+	for i := range cs {
+		if cs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// findSidecar is the proxy container, among containers first.
+func findSidecar(p *corev1.Pod) *corev1.Container {
+	if c := findContainer(p.Spec.Containers, proxyName); c != nil {
+		return c
+	}
+	return findContainer(p.Spec.InitContainers, proxyName)
+}
+
+// withoutContainer returns cs without the containers named name (a new
+// slice, never nil).
+func withoutContainer(cs []corev1.Container, name string) []corev1.Container {
+	out := make([]corev1.Container, 0, len(cs))
+	for _, c := range cs {
+		if c.Name != name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
