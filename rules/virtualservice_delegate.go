@@ -169,21 +169,14 @@ func cloneMatches(ms []*networking.HTTPMatchRequest) []*networking.HTTPMatchRequ
 	return out
 }
 
+// unionSyms is the sorted union of two sorted sets (a is not modified).
 func unionSyms(a, b []index.Sym) []index.Sym {
 	if len(b) == 0 {
 		return a
 	}
-	out := append([]index.Sym(nil), a...)
-	for _, s := range b {
-		found := false
-		for _, x := range out {
-			found = found || x == s
-		}
-		if !found {
-			out = append(out, s)
-		}
-	}
-	return out
+	out := append(slices.Clip(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // resolveRouteHosts makes the destination hosts of r fully qualified in
