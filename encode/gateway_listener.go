@@ -397,8 +397,10 @@ func (k gwlIn) tcpRouteFilter(s *GatewayServer, srv *networking.Server) *listene
 		for _, r := range vs.GetTcp() {
 			ok := len(r.GetMatch()) == 0
 			for _, m := range r.GetMatch() {
-				if (m.GetPort() == 0 || m.GetPort() == srv.GetPort().GetNumber()) && gwMatchesGateway(m.GetGateways(), gwName, vsNS) &&
-					(m.GetSourceNamespace() == "" || m.GetSourceNamespace() == k.Namespace) && len(m.GetSourceLabels()) == 0 {
+				// istiod's l4SingleMatch: port and gateways only (a
+				// gateway's TCP and TLS routes ignore sourceLabels and
+				// sourceNamespace).
+				if (m.GetPort() == 0 || m.GetPort() == srv.GetPort().GetNumber()) && gwMatchesGateway(m.GetGateways(), gwName, vsNS) {
 					ok = true
 					break
 				}

@@ -48,6 +48,9 @@ type GatewayVirtualHostKey struct {
 	// SetRoutesPort (verify mode checks it: the reference generator
 	// translates for Port).
 	RoutesPort uint32
+	// SourceLabels are the router's labels whose keys the sources' match
+	// sourceLabels name, as VirtualHostKey.SourceLabels.
+	SourceLabels string
 
 	// hash caches Hash (0: not computed yet): the engine keeps a router's
 	// keys for the life of its scope and looks each up on every build, and
@@ -84,6 +87,7 @@ func (k *GatewayVirtualHostKey) fieldsHash() uint64 {
 	hashSvcRows(&h, k.Destinations)
 	hashHostRules(&h, k.DestinationRules)
 	h.U32(k.RoutesPort)
+	h.Str(k.SourceLabels)
 	if v := h.Sum(); v != 0 {
 		return v
 	}
@@ -91,21 +95,23 @@ func (k *GatewayVirtualHostKey) fieldsHash() uint64 {
 }
 
 // gwRoute is the gateway side of a route translation: which Gateway the
-// routes are for and the ports of the services they name.
+// routes are for, the ports of the services they name, and the router's
+// labels that sourceLabels look at.
 type gwRoute struct {
 	gateway string
 	ports   onlyPorts
+	labels  string
 }
 
-// matches is istiod's gateway-side match predicate: a match naming
-// gateways must name this one (short names are relative to the
-// VirtualService), and a sourceNamespace must be the router's. Source
-// labels cannot be evaluated per class, so such a match never applies.
+// matches is istiod's gateway-side match predicate (sourceMatchHTTP with
+// the Gateway's name): a match naming gateways must name this one (short
+// names are relative to the VirtualService); otherwise its sourceLabels
+// must be among the router's labels and its sourceNamespace the router's.
 func (g *gwRoute) matches(m *networking.HTTPMatchRequest, vsNS, proxyNS string) bool {
-	if !gwMatchesGateway(m.GetGateways(), g.gateway, vsNS) {
-		return false
+	if len(m.GetGateways()) > 0 {
+		return gwMatchesGateway(m.GetGateways(), g.gateway, vsNS)
 	}
-	if len(m.GetSourceLabels()) > 0 {
+	if !labelsHold(g.labels, m.GetSourceLabels()) {
 		return false
 	}
 	return m.GetSourceNamespace() == "" || m.GetSourceNamespace() == proxyNS
@@ -221,7 +227,7 @@ func gatewayRouteItems(n index.Names, k *GatewayRoutesKey, omitMeta, direct bool
 	// reference to them.
 	vk := &VirtualHostKey{Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: k.Port,
 		DestinationRules: k.DestinationRules}
-	gw := &gwRoute{ports: newOnlyPorts(n, k.Destinations)}
+	gw := &gwRoute{ports: newOnlyPorts(n, k.Destinations), labels: k.SourceLabels}
 	for i := range k.Sources {
 		s := &k.Sources[i]
 		vs, _ := s.VirtualService.Spec.(*networking.VirtualService)

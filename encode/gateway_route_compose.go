@@ -42,6 +42,7 @@ type GatewayRoutesKey struct {
 	Sources          []GatewayRouteSource
 	Destinations     []*index.Service
 	DestinationRules []HostDestinationRule
+	SourceLabels     string
 }
 
 // Hash feeds every field.
@@ -57,6 +58,7 @@ func (k *GatewayRoutesKey) Hash() uint64 {
 	}
 	hashSvcRows(&h, k.Destinations)
 	hashHostRules(&h, k.DestinationRules)
+	h.Str(k.SourceLabels)
 	return h.Sum()
 }
 
@@ -77,7 +79,7 @@ func (k *GatewayVirtualHostKey) routesKeyAt(port uint32) *GatewayRoutesKey {
 
 func (k *GatewayVirtualHostKey) routesKeyValue(port uint32) GatewayRoutesKey {
 	return GatewayRoutesKey{Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: port, Sources: k.Sources, Destinations: k.Destinations,
-		DestinationRules: k.DestinationRules}
+		DestinationRules: k.DestinationRules, SourceLabels: k.SourceLabels}
 }
 
 // SetRoutesPort sets k.RoutesPort: 0 when k's routes are the same on every

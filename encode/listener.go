@@ -66,6 +66,9 @@ type ListenerService struct {
 	// destinations that set TCP settings the proxy filter applies (idle
 	// timeout, maximum connection duration, source IP hashing).
 	DestinationRules []HostDestinationRule
+	// SourceLabels are the proxy's labels whose keys the VirtualServices'
+	// match sourceLabels name, as VirtualHostKey.SourceLabels.
+	SourceLabels string
 }
 
 // Hash feeds every field.
@@ -92,6 +95,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 			h.Str(s.DestinationRules[j].Host)
 			hashCfgRow(&h, s.DestinationRules[j].Rule)
 		}
+		h.Str(s.SourceLabels)
 	}
 	return h.Sum()
 }

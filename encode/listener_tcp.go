@@ -57,14 +57,15 @@ func (k olIn) tcpChains(ls *ListenerService) []*lsChain {
 	return k.plainTCPChains(ls)
 }
 
-// lsTCPMatch evaluates a TCP or TLS match's static predicates for a
-// sidecar (gateways, port, source namespace; source labels are unknown to
-// a class, so a match with labels never applies).
-func (k olIn) lsMatches(gateways []string, labels map[string]string, port uint32, sourceNS string) bool {
+// lsMatches is istiod's matchTCP and matchTLS for a sidecar: gateways
+// (if any) name "mesh", the sourceLabels are among the proxy's (the
+// service's SourceLabels), the port is the listener's, the
+// sourceNamespace the proxy's.
+func (k olIn) lsMatches(ls *ListenerService, gateways []string, labels map[string]string, port uint32, sourceNS string) bool {
 	if len(gateways) > 0 && !slices.Contains(gateways, meshGatewayName) {
 		return false
 	}
-	if len(labels) > 0 {
+	if !labelsHold(ls.SourceLabels, labels) {
 		return false
 	}
 	if port != 0 && port != k.Port {
@@ -85,7 +86,7 @@ func (k olIn) tlsChains(ls *ListenerService) []*lsChain {
 				continue
 			}
 			for _, m := range tr.GetMatch() {
-				if !k.lsMatches(m.GetGateways(), m.GetSourceLabels(), m.GetPort(), m.GetSourceNamespace()) {
+				if !k.lsMatches(ls, m.GetGateways(), m.GetSourceLabels(), m.GetPort(), m.GetSourceNamespace()) {
 					continue
 				}
 				chainCIDRs := cidrs
@@ -146,7 +147,7 @@ loop:
 			}
 			var subnets []string
 			for _, m := range tr.GetMatch() {
-				if !k.lsMatches(m.GetGateways(), m.GetSourceLabels(), m.GetPort(), m.GetSourceNamespace()) {
+				if !k.lsMatches(ls, m.GetGateways(), m.GetSourceLabels(), m.GetPort(), m.GetSourceNamespace()) {
 					continue
 				}
 				if len(m.GetDestinationSubnets()) == 0 {

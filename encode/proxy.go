@@ -56,7 +56,8 @@ type ProxyClass struct {
 	Gateways string
 	// Labels are the workload's labels (node metadata LABELS) that
 	// workload selectors of AuthorizationPolicy, PeerAuthentication and
-	// RequestAuthentication look at, plus security.istio.io/tlsMode, as
+	// RequestAuthentication and VirtualService match sourceLabels look
+	// at, plus security.istio.io/tlsMode, as
 	// sorted "k=v" pairs joined by newlines ("-": labels known, none of
 	// them relevant). Proxies that differ only in other labels share a
 	// class.

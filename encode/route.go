@@ -103,10 +103,10 @@ func (rc *routeCtx) eachRoute(emit func(in *networking.HTTPRoute, m *networking.
 	}
 }
 
-// sourceMatches evaluates a match's static predicates for a sidecar:
-// gateways must include "mesh"; source namespace must be the proxy's.
-// sourceLabels cannot be evaluated (a class holds no workload labels), so a
-// match with source labels never applies.
+// sourceMatches is istiod's sourceMatchHTTP for a sidecar: a match naming
+// gateways applies when "mesh" is one of them (its sourceLabels and
+// sourceNamespace are then not looked at); otherwise its sourceLabels
+// must be among the proxy's labels and its sourceNamespace the proxy's.
 func (rc *routeCtx) sourceMatches(m *networking.HTTPMatchRequest) bool {
 	if m == nil {
 		return true
@@ -122,7 +122,7 @@ func (rc *routeCtx) sourceMatches(m *networking.HTTPMatchRequest) bool {
 		}
 		return false
 	}
-	if len(m.GetSourceLabels()) > 0 {
+	if !labelsHold(rc.k.SourceLabels, m.GetSourceLabels()) {
 		return false
 	}
 	return m.GetSourceNamespace() == "" || m.GetSourceNamespace() == rc.k.Namespace

@@ -235,3 +235,31 @@ func rtDropInternal(keys []string) []string {
 	}
 	return out
 }
+
+// labelsHold reports whether every label of want is among labels, given as
+// sorted "k=v" lines (the keys' SourceLabels). Label keys and values hold
+// neither "=" nor a newline, so a line is found by its text.
+func labelsHold(labels string, want map[string]string) bool {
+	for k, v := range want {
+		if !hasLine(labels, k, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasLine reports whether lines holds the line "k=v".
+func hasLine(lines, k, v string) bool {
+	for len(lines) > 0 {
+		line := lines
+		if i := strings.IndexByte(lines, '\n'); i >= 0 {
+			line, lines = lines[:i], lines[i+1:]
+		} else {
+			lines = ""
+		}
+		if len(line) == len(k)+1+len(v) && strings.HasPrefix(line, k) && line[len(k)] == '=' && strings.HasSuffix(line, v) {
+			return true
+		}
+	}
+	return false
+}

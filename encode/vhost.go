@@ -51,6 +51,10 @@ type VirtualHostKey struct {
 	// Sniffed builds the virtual host of a protocol-sniffed service's own
 	// route configuration ("host:port"): its only domain is "*".
 	Sniffed bool
+	// SourceLabels are the proxy's labels whose keys the VirtualService's
+	// match sourceLabels name, as sorted "k=v" lines ("" for none): a match
+	// with sourceLabels applies when they hold them all.
+	SourceLabels string
 	// Exclude lists the hashes (see VirtualHostDomainHash) of domains an
 	// earlier virtual host of the same route configuration already claims;
 	// they are left out, as istiod dedupes domains across virtual hosts.
@@ -75,6 +79,7 @@ func (k *VirtualHostKey) Hash() uint64 {
 		hashCfgRow(&h, k.DestinationRules[i].Rule)
 	}
 	h.Bool(k.Sniffed)
+	h.Str(k.SourceLabels)
 	h.Int(len(k.Exclude))
 	for _, x := range k.Exclude {
 		h.U64(x)

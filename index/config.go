@@ -63,15 +63,26 @@ type Config struct {
 	// ingest, in the order of its spec's subsets (0: a subset without
 	// labels), so that readers never intern.
 	SubsetLabels []LabelSetID
+	// SourceLabelKeys are the label keys a VirtualService's match
+	// sourceLabels name (HTTP, TCP and TLS matches), interned by ingest,
+	// sorted by Sym, without repeats: the labels of a proxy that decide
+	// which of its routes apply to it (ConfigsWithSourceLabels finds them).
+	SourceLabelKeys []Sym
+	// Delegates are the VirtualServices a VirtualService's HTTP routes
+	// delegate to (route.delegate, its namespace defaulted to the
+	// VirtualService's), in route order.
+	Delegates []ConfigKey
+	// CreationTime is the object's metadata.creationTimestamp in Unix
+	// nanoseconds (0: none, as for most objects of a config directory):
+	// istiod orders VirtualServices by it, oldest first, then by name and
+	// namespace, and merges several DestinationRules for one host oldest
+	// first.
+	CreationTime int64
 	// DryRun is an AuthorizationPolicy's istio.io/dry-run annotation: its
 	// rules are evaluated and logged, not enforced.
 	DryRun     bool
 	ExportTo   ExportTo
 	Generation int64
-	// Created is a DestinationRule's metadata.creationTimestamp in Unix
-	// seconds (0: unknown, as in files without it): istiod merges several
-	// rules for one host oldest first.
-	Created int64
 	// SourceFile and SourceLine say where the object came from (a file of
 	// the file source; 0 for objects from an API server).
 	SourceFile Sym

@@ -78,6 +78,9 @@ func TestIndexAgainstModel(t *testing.T) {
 							delete(m.configs, ck)
 						} else {
 							c := Config{Kind: ConfigVirtualService, Key: ck, Hosts: []Sym{hosts[rng.IntN(len(hosts))]}, Hash: rng.Uint64()}
+							if rng.IntN(2) == 0 {
+								c.SourceLabelKeys = []Sym{nss[rng.IntN(len(nss))]}
+							}
 							b.PutConfig(c)
 							m.configs[ck] = c
 						}
@@ -192,6 +195,22 @@ func checkSnapshot(t *testing.T, s *Snapshot, m *model) {
 		if !found {
 			t.Fatalf("v%d: config %v not found by host", s.Version, k)
 		}
+	}
+	withLabels := 0
+	s.ConfigsWithSourceLabels(ConfigVirtualService, func(c *Config) bool {
+		if want, ok := m.configs[c.Key]; !ok || len(want.SourceLabelKeys) == 0 || want.Hash != c.Hash {
+			t.Fatalf("v%d: ConfigsWithSourceLabels has %v, model %+v", s.Version, c.Key, want)
+		}
+		withLabels++
+		return true
+	})
+	for _, c := range m.configs {
+		if len(c.SourceLabelKeys) > 0 {
+			withLabels--
+		}
+	}
+	if withLabels != 0 {
+		t.Fatalf("v%d: ConfigsWithSourceLabels misses %d configs", s.Version, -withLabels)
 	}
 }
 

@@ -43,6 +43,15 @@ var (
 		}
 		return append(dst, uint64(c.Key.Namespace)<<32|uint64(c.Selector))
 	}}
+	// ConfigsWithSourceLabels: the configs with SourceLabelKeys (all under
+	// one key), so that a proxy's class can ask which label keys routes
+	// look at without walking every VirtualService.
+	ConfigsWithSourceLabels = &Index[Config]{Name: "source-labels", Keys: func(c *Config, dst []uint64) []uint64 {
+		if len(c.SourceLabelKeys) == 0 {
+			return dst
+		}
+		return append(dst, 1)
+	}}
 )
 
 var (
@@ -63,7 +72,7 @@ var (
 	configSpec = &tableSpec[ConfigKey, Config]{
 		name: "configs", key: func(c *Config) ConfigKey { return c.Key },
 		getHash: func(c *Config) *uint64 { return &c.Hash },
-		indexes: []*Index[Config]{ConfigsByNamespace, ConfigsByHost, ConfigsBySelector},
+		indexes: []*Index[Config]{ConfigsByNamespace, ConfigsByHost, ConfigsBySelector, ConfigsWithSourceLabels},
 	}
 )
 
@@ -226,6 +235,12 @@ func (s *Snapshot) ConfigsInNamespace(kind ConfigKind, ns Sym, fn func(*Config) 
 // ConfigsBySelector calls fn for the configs of kind in ns with that selector.
 func (s *Snapshot) ConfigsBySelector(kind ConfigKind, ns Sym, sel LabelSetID, fn func(*Config) bool) {
 	s.configsBy(kind, ConfigsBySelector, uint64(ns)<<32|uint64(sel), fn)
+}
+
+// ConfigsWithSourceLabels calls fn for the configs of kind with
+// SourceLabelKeys.
+func (s *Snapshot) ConfigsWithSourceLabels(kind ConfigKind, fn func(*Config) bool) {
+	s.configsBy(kind, ConfigsWithSourceLabels, 1, fn)
 }
 
 func (s *Snapshot) configsBy(kind ConfigKind, ix *Index[Config], key uint64, fn func(*Config) bool) {

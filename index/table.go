@@ -144,7 +144,7 @@ func compareIdxOps(a, b idxOp) int {
 }
 
 // maxIndexes is the most secondary indexes a table declares.
-const maxIndexes = 3
+const maxIndexes = 4
 
 func (t *table[K, R]) txn(spec *tableSpec[K, R]) *tableTxn[K, R] {
 	if len(spec.indexes) > maxIndexes {

@@ -25,6 +25,9 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		Generation: o.Meta.Generation,
 	}
 	row.Hash, c.hashBuf = configHash(o, c.hashBuf)
+	if t := o.Meta.CreationTimestamp; !t.IsZero() {
+		row.CreationTime = t.UnixNano()
+	}
 	if o.Pos.File != "" {
 		row.SourceFile, row.SourceLine = c.sym(o.Pos.File), int32(o.Pos.Line)
 	}
@@ -32,15 +35,11 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 	hasSelector := false
 	switch s := o.Spec.(type) {
 	case *networking.VirtualService:
-		hosts = s.Hosts
-		row.ExportTo = c.exportTo(s.ExportTo)
+		hosts = c.virtualService(&row, s) // convert_vs.go
 	case *networking.DestinationRule:
 		hosts = []string{s.Host}
 		row.ExportTo = c.exportTo(s.ExportTo)
 		row.SubsetLabels = c.subsetLabels(s) // convert_subsets.go
-		if t := o.Meta.CreationTimestamp; !t.IsZero() {
-			row.Created = t.Unix()
-		}
 		if s.WorkloadSelector != nil {
 			selector, hasSelector = s.WorkloadSelector.MatchLabels, true
 		}

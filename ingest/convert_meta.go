@@ -10,8 +10,9 @@ import (
 )
 
 // What a converter reads of an object's metadata is decided here, once,
-// for both sources: name, namespace, labels, generation, and the
-// annotations of readAnnotations. The Kubernetes transforms keep exactly
+// for both sources: name, namespace, labels, generation, an Istio
+// object's creation time (index.Config.CreationTime), and the annotations
+// of readAnnotations. The Kubernetes transforms keep exactly
 // that (trimMeta), Converter.Put hands the converters an object whose
 // annotations are cut down to it (converterView), and a config row's hash
 // is computed over that view (configHash). So an annotation a converter
@@ -66,16 +67,16 @@ func keptAnnotations(k Kind, a map[string]string) map[string]string {
 }
 
 // trimMeta keeps what a converter of kind k reads of m (name, namespace,
-// labels, generation, its annotations) and the resourceVersion the
-// informers compare.
+// labels, generation, its annotations, an Istio object's creation time)
+// and the resourceVersion the informers compare.
 func trimMeta(k Kind, m *metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, Labels: m.Labels,
 		ResourceVersion: m.ResourceVersion, Generation: m.Generation,
 		Annotations: keptAnnotations(k, m.Annotations),
 	}
-	if k == KindDestinationRule {
-		out.CreationTimestamp = m.CreationTimestamp // merge order (index.Config.Created)
+	if k >= KindServiceEntry && k <= KindRequestAuthentication {
+		out.CreationTimestamp = m.CreationTimestamp // Istio config: precedence
 	}
 	return out
 }
@@ -129,6 +130,11 @@ func configHash(o *Object, buf []byte) (uint64, []byte) {
 	writeMap(o.Meta.Labels)
 	writeMap(o.Meta.Annotations)
 	writeUint(uint64(o.Meta.Generation))
+	if t := o.Meta.CreationTimestamp; !t.IsZero() {
+		// Precedence among VirtualServices (index.Config.CreationTime): an
+		// object deleted and created again with the same spec moves.
+		writeUint(uint64(t.UnixNano()))
+	}
 	if m, ok := o.Spec.(proto.Message); ok {
 		var err error
 		if buf, err = (proto.MarshalOptions{Deterministic: true}).MarshalAppend(buf[:0], m); err != nil {

@@ -118,7 +118,7 @@ func (f *xdsFixture) config(kind index.ConfigKind, ns, name string, spec proto.M
 			c.SubsetLabels = append(c.SubsetLabels, f.labels(kv...))
 		}
 	}
-	c.Created = f.created
+	c.CreationTime = f.created
 	f.b.PutConfig(c)
 	return c.Key
 }

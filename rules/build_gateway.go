@@ -22,13 +22,17 @@ type mergedGateway struct {
 	ports   []gwPort
 	byRoute map[string][]*encode.GatewayServer
 	// boundVS maps "NAMESPACE/NAME" of a Gateway to the VirtualServices
-	// bound to it and visible to the router's namespace, by namespace and
-	// name (istiod orders by creation time, which pilotfish does not keep).
+	// bound to it and visible to the router's namespace, in istiod's
+	// precedence order (vsCompare).
 	boundVS map[string][]*index.Config
 	// dests maps a VirtualService to the services its routes name.
 	dests map[*index.Config][]*index.Service
 	// routes caches each route name's virtual host keys (*gwRouteKeys).
 	routes sync.Map
+	// sourceLabels are the router's labels whose keys the match
+	// sourceLabels of its bound VirtualServices name (their keys'
+	// SourceLabels; "" for none).
+	sourceLabels string
 	// digest identifies every input (gateway_reuse.go); names identifies
 	// the tables the rows' symbols belong to (index.Names.ID).
 	digest uint64
@@ -66,18 +70,18 @@ func kindOf(srv *networking.Server) gwKind {
 // once per scope (view.go); a scope of a later config version whose
 // Gateways, VirtualServices and services did not change reuses the
 // previous version's, route keys and their hashes included.
-func gatewayOf(sc *Scope) *mergedGateway {
+func gatewayOf(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 	m := sc.memo
 	if g := m.gateway.Load(); g != nil {
 		if sc.view.verify && firstUseIn(&m.checkedGateway, sc.Snapshot) {
-			if fresh := newMergedGateway(sc); fresh.digest != g.digest {
+			if fresh := newMergedGateway(sc, mesh); fresh.digest != g.digest {
 				panic(fmt.Sprintf("engine: verify: the merged gateway of router scope %s (snapshot %d) differs from a fresh one: a memo misses an input",
 					sc.Class.Gateways, sc.Snapshot.Version))
 			}
 		}
 		return g
 	}
-	g := sc.view.reuseGateway(newMergedGateway(sc))
+	g := sc.view.reuseGateway(newMergedGateway(sc, mesh))
 	if !m.gateway.CompareAndSwap(nil, g) {
 		return m.gateway.Load()
 	}
@@ -100,7 +104,7 @@ func vsGatewayNames(vs *networking.VirtualService, ns string) []string {
 	return out
 }
 
-func newMergedGateway(sc *Scope) *mergedGateway {
+func newMergedGateway(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 	snap := sc.Snapshot
 	m := &mergedGateway{
 		byRoute: map[string][]*encode.GatewayServer{},
@@ -122,6 +126,8 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 			return true
 		}
 		bound := false
+		c = sc.vsRow(c, mesh.DomainSuffix) // virtualservice_delegate.go
+		vs = vsSpec(c)
 		for _, g := range vsGatewayNames(vs, snap.String(c.Key.Namespace)) {
 			if selected[g] && !slices.Contains(m.boundVS[g], c) {
 				m.boundVS[g] = append(m.boundVS[g], c)
@@ -143,12 +149,7 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 		return true
 	})
 	for _, vss := range m.boundVS {
-		slices.SortFunc(vss, func(a, b *index.Config) int {
-			if c := cmp.Compare(snap.String(a.Key.Namespace), snap.String(b.Key.Namespace)); c != 0 {
-				return c
-			}
-			return cmp.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name))
-		})
+		slices.SortFunc(vss, vsCompare(snap, sc.Namespace)) // virtualservice.go
 	}
 	for _, ref := range refs {
 		c := configByRef(snap, index.ConfigGateway, ref)
@@ -170,7 +171,18 @@ func newMergedGateway(sc *Scope) *mergedGateway {
 			}
 		}
 	}
-	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways)
+	var withLabels []*index.Config
+	for _, vss := range m.boundVS {
+		for _, c := range vss {
+			if len(c.SourceLabelKeys) > 0 {
+				withLabels = append(withLabels, c)
+			}
+		}
+	}
+	if len(withLabels) > 0 {
+		m.sourceLabels = sourceLabelsFor(snap, scopeLabels(sc), withLabels...)
+	}
+	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways, mesh.DomainSuffix)
 	m.digest = withDestinationRules(sc, m.digest, m.dests) // destrule_gateway.go
 	return m
 }
@@ -222,7 +234,7 @@ func autoPassthroughServices(sc *Scope, srv *networking.Server) []*index.Service
 
 // buildGatewayListeners: one listener per server port.
 func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
-	m := gatewayOf(sc)
+	m := gatewayOf(sc, mesh)
 	sec := securityOf(sc, mesh)
 	for i := range m.ports {
 		p := &m.ports[i]
@@ -252,8 +264,8 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 }
 
 // gatewayRouteNames lists a router's RDS names in port order.
-func gatewayRouteNames(sc *Scope) []string {
-	m := gatewayOf(sc)
+func gatewayRouteNames(sc *Scope, mesh *encode.Mesh) []string {
+	m := gatewayOf(sc, mesh)
 	var out []string
 	for i := range m.ports {
 		for _, s := range m.ports[i].servers {
@@ -297,7 +309,7 @@ func (m *mergedGateway) routeKeys(sc *Scope, mesh *encode.Mesh, name string) *gw
 // buildGatewayRoute assembles a gateway route configuration from its cached
 // virtual hosts (see computeRouteKeys).
 func (b *rdsBuilder) buildGatewayRoute(name string, dst []Resource) ([]Resource, error) {
-	rk := gatewayOf(b.sc).routeKeys(b.sc, b.mesh, name)
+	rk := gatewayOf(b.sc, b.mesh).routeKeys(b.sc, b.mesh, name)
 	b.parts = b.parts[:0]
 	if rk.unknown {
 		return b.appendTransientRoute(name, encode.RouteConfigValidateOnly, dst)
@@ -407,6 +419,9 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 			}
 			seen := map[*index.Service]bool{}
 			for _, src := range hi.sources {
+				if len(src.VirtualService.SourceLabelKeys) > 0 {
+					k.SourceLabels = m.sourceLabels
+				}
 				for _, d := range m.dests[src.VirtualService] {
 					if !seen[d] {
 						seen[d] = true

@@ -26,7 +26,7 @@ func TestGatewayRouterColdAllocs(t *testing.T) {
 	class.Gateways = SelectGateways(snap, benchLabels)
 	sc := NewScope(snap, class)
 	mesh := encode.DefaultMesh()
-	names := gatewayRouteNames(sc)
+	names := gatewayRouteNames(sc, encode.DefaultMesh())
 	if len(names) != n+1 {
 		t.Fatalf("%d route names, want %d", len(names), n+1)
 	}

@@ -43,7 +43,7 @@ func BenchmarkGatewayRouter(b *testing.B) {
 		var vs Views
 		newScope := func() *Scope { return NewScopeIn(vs.Of(snap), snap, class) }
 		sc := newScope()
-		names := gatewayRouteNames(sc)
+		names := gatewayRouteNames(sc, encode.DefaultMesh())
 		types := []struct {
 			name  string
 			build builder
@@ -66,7 +66,7 @@ func BenchmarkGatewayRouter(b *testing.B) {
 				return size
 			}
 			b.Run(fmt.Sprintf("%s/%s/cold", w, typ.name), func(b *testing.B) {
-				gatewayOf(sc) // computed with the scope, outside the loop
+				gatewayOf(sc, encode.DefaultMesh()) // computed with the scope, outside the loop
 				b.ReportAllocs()
 				size := 0
 				cpu := processCPU()

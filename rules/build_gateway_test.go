@@ -30,7 +30,7 @@ func buildRouter(t *testing.T, sc *Scope, golden string) ([]*listener.Listener, 
 	}
 	listeners := decodeListeners(t, ls)
 	names := rdsNamesOf(t, listeners)
-	if want := gatewayRouteNames(sc); !slices.Equal(sortedCopy(names), sortedCopy(want)) {
+	if want := gatewayRouteNames(sc, encode.DefaultMesh()); !slices.Equal(sortedCopy(names), sortedCopy(want)) {
 		t.Fatalf("listeners name routes %v, the merged gateway has %v", names, want)
 	}
 	rs, err := buildRoutes(sc, mesh, verifyCache(), names, false, nil)
@@ -260,13 +260,13 @@ func TestMergedGatewayReuse(t *testing.T) {
 		class := routerScope(snap, "istio-system", benchLabels).Class
 		return NewScopeIn(vs.Of(snap), snap, class)
 	}
-	first := gatewayOf(scope())
+	first := gatewayOf(scope(), encode.DefaultMesh())
 	sw.apply(`
 apiVersion: v1
 kind: Service
 metadata: {name: other, namespace: elsewhere}
 spec: {clusterIP: 10.96.7.7, ports: [{name: http, port: 80}]}`)
-	if gatewayOf(scope()) != first {
+	if gatewayOf(scope(), encode.DefaultMesh()) != first {
 		t.Error("an unrelated service rebuilt the router's merged gateway")
 	}
 	sw.apply(`
@@ -278,7 +278,7 @@ spec:
   gateways: [gateway/gateway-0]
   http: [{match: [{uri: {prefix: /changed}}], route: [{destination: {host: random-0.host.example}}]}]`)
 	sc := scope()
-	if gatewayOf(sc) == first {
+	if gatewayOf(sc, encode.DefaultMesh()) == first {
 		t.Fatal("a changed bound VirtualService kept the old merged gateway")
 	}
 	rs, err := buildRoutes(sc, encode.DefaultMesh(), verifyCache(), []string{"http.80"}, false, nil)

@@ -203,7 +203,7 @@ func (b *ldsBuilder) localAddr() netip.Addr {
 
 // listenerService is the key part of one service on a listener.
 func (b *ldsBuilder) listenerService(svc *index.Service) encode.ListenerService {
-	ls := encode.ListenerService{Service: svc, DestinationRules: b.view.tcpRules[svc.Key.Host]}
+	ls := encode.ListenerService{Service: svc, DestinationRules: b.view.tcpRules[svc.Key.Host], SourceLabels: b.view.tcpSourceLabels[svc.Key.Host]}
 	if vss := b.view.tcpRoutes[svc.Key.Host]; len(vss) > 0 {
 		ls.VirtualServices = vss
 		for _, c := range vss {

@@ -32,7 +32,7 @@ func buildRoutes(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []stri
 	b.sc, b.mesh, b.cache, b.names = sc, mesh, cache, sc.Snapshot.Names()
 	b.view = routeViewOf(sc, mesh)
 	if wildcard && sc.Class.Type == encode.ProxyRouter {
-		names = gatewayRouteNames(sc)
+		names = gatewayRouteNames(sc, mesh)
 	} else if wildcard {
 		names = b.allRouteNames()
 	}
@@ -230,6 +230,7 @@ func (b *rdsBuilder) key(port uint32, svc *index.Service, host string, vs *index
 	if vs != nil {
 		k.Destinations = b.view.destinations[vs]
 		k.DestinationRules = b.view.vsHashRules[vs]
+		k.SourceLabels = b.view.sourceLabels[vs]
 	}
 	if svc != nil {
 		// The service's own rule, for its default route (also the fallback

@@ -156,7 +156,7 @@ func consolidateDestinationRules(snap *index.Snapshot, k drPoolKey, root index.S
 			}
 			return 1
 		}
-		if r := cmp.Compare(a.Created, b.Created); r != 0 {
+		if r := cmp.Compare(a.CreationTime, b.CreationTime); r != 0 {
 			return r
 		}
 		if r := strings.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name)); r != 0 {

@@ -7,8 +7,9 @@
 // bind or captureMode shape the outbound listeners and routes,
 // sidecar_egress.go; its inbound side, instances.go and
 // sidecar_ingress.go), the VirtualService, DestinationRule and security
-// policy rules (virtualservice.go; destrule.go and destrule_pool.go: istiod's
-// DestinationRule pools, merging and workloadSelector; authn.go: PeerAuthentication
+// policy rules (virtualservice*.go: precedence, match sourceLabels,
+// delegation; destrule.go and destrule_pool.go: istiod's DestinationRule
+// pools, merging and workloadSelector; authn.go: PeerAuthentication
 // modes, AuthorizationPolicy and RequestAuthentication, by namespace and
 // labels; docs/security.md), and the key builders (build_*.go) that fill
 // encode's keys from a Scope.

@@ -16,11 +16,12 @@ import (
 // cached parts without translating its Gateways and VirtualServices again.
 
 // computeDigest hashes every input of m: the symbol tables, the router's
-// namespace and selected Gateways, every server (its Gateway row, position,
+// namespace, selected Gateways and source labels, the domain suffix
+// (delegates' short names), every server (its Gateway row, position,
 // route name, bound VirtualService rows and AUTO_PASSTHROUGH services) and
 // the destination services of every bound VirtualService. Rows enter by
 // key and content hash: equal digests mean equal output.
-func (m *mergedGateway) computeDigest(names uint64, namespace, gateways string) {
+func (m *mergedGateway) computeDigest(names uint64, namespace, gateways, suffix string) {
 	m.names = names
 	var d xxhash.Digest
 	d.Reset()
@@ -39,6 +40,8 @@ func (m *mergedGateway) computeDigest(names uint64, namespace, gateways string) 
 	u64(names)
 	str(namespace)
 	str(gateways)
+	str(m.sourceLabels)
+	str(suffix)
 	u64(uint64(len(m.ports)))
 	for i := range m.ports {
 		p := &m.ports[i]

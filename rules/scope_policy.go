@@ -107,7 +107,8 @@ func (sc *Scope) HoldsService(k index.ServiceKey) bool {
 
 // HoldsConfig reports whether a VirtualService, DestinationRule or
 // ServiceEntry, as it is in the scope's snapshot, can matter to the scope:
-// a VirtualService visible to it that its egress imports, or a rule or
+// a VirtualService visible to it that its egress imports (a delegate: one
+// of its roots is), or a rule or
 // entry for a host it sees. A config absent from the snapshot matters to no scope of it (the
 // other snapshot of the pair has it, if any).
 func (sc *Scope) HoldsConfig(kind index.ConfigKind, key index.ConfigKey) bool {
@@ -116,6 +117,9 @@ func (sc *Scope) HoldsConfig(kind index.ConfigKind, key index.ConfigKey) bool {
 		return false
 	}
 	if kind == index.ConfigVirtualService {
+		if len(c.Hosts) == 0 {
+			return sc.holdsDelegate(key) // virtualservice_delegate.go
+		}
 		return c.ExportTo.VisibleTo(c.Key.Namespace, sc.Namespace) && sc.Egress.seesConfig(sc.Snapshot, c)
 	}
 	for _, h := range c.Hosts {

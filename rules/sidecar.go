@@ -351,6 +351,11 @@ func (e *egress) visitServices(snap *index.Snapshot, ns index.Sym, visit func(in
 		for _, h := range hosts {
 			destServices(snap, c.Key.Namespace, h, func(id index.ServiceID) { visit(id, snap.ServiceByID(id)) })
 		}
+		if len(c.Delegates) > 0 { // virtualservice_delegate.go
+			delegateDestinations(snap, c, func(ns index.Sym, h string) {
+				destServices(snap, ns, h, func(id index.ServiceID) { visit(id, snap.ServiceByID(id)) })
+			})
+		}
 		return true
 	}
 	if e.namespaces == nil {

@@ -15,7 +15,8 @@ import (
 //
 //   - configView: per config version (index.Snapshot.ConfigVersion), shared
 //     by every Scope of that version: whether some Gateway has an
-//     AUTO_PASSTHROUGH server, and the merged gateways built in it (a
+//     AUTO_PASSTHROUGH server, root VirtualServices merged with their
+//     delegates, and the merged gateways built in it (a
 //     router whose Gateways did not change reuses the previous version's,
 //     route keys included; only the previous version's are kept), and the
 //     merged DestinationRules of hosts with several rules in a pool.
@@ -36,6 +37,9 @@ type configView struct {
 	verify  bool
 
 	autoPassthrough lazyBool
+	// delegated holds the merged rows of root VirtualServices
+	// (delegatedKey → *index.Config, virtualservice_delegate.go).
+	delegated sync.Map
 
 	mu       sync.Mutex
 	gateways map[uint64]*mergedGateway // by digest, built or reused in this version; guarded by mu

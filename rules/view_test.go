@@ -24,7 +24,7 @@ func TestViewMemosSharedAndVerified(t *testing.T) {
 	vs.Verify = true
 	router := routerScope(snap, "istio-system", benchLabels).Class
 	sc := NewScopeIn(vs.Of(snap), snap, router)
-	rv, gw := routeViewOf(sc, mesh), gatewayOf(sc)
+	rv, gw := routeViewOf(sc, mesh), gatewayOf(sc, mesh)
 	if !hasAutoPassthrough(sc) == scanAutoPassthrough(sc) {
 		t.Fatal("hasAutoPassthrough disagrees with a scan")
 	}
@@ -32,7 +32,7 @@ func TestViewMemosSharedAndVerified(t *testing.T) {
 	// An endpoint-only snapshot: the class's scope is copied, memos shared.
 	cp := *sc
 	cp.Snapshot = snap // the same rows; verify checks again per snapshot version
-	if routeViewOf(&cp, mesh) != rv || gatewayOf(&cp) != gw {
+	if routeViewOf(&cp, mesh) != rv || gatewayOf(&cp, mesh) != gw {
 		t.Fatal("a copy of the scope recomputed its memos")
 	}
 	// A new config version: a new view, new memos; the merged gateway is
@@ -47,7 +47,7 @@ spec: {clusterIP: 10.96.7.7, ports: [{name: http, port: 80}]}`)
 	if sc2.view == sc.view || sc2.memo == sc.memo {
 		t.Fatal("a new config version shares the old view")
 	}
-	if gatewayOf(sc2) != gw {
+	if gatewayOf(sc2, mesh) != gw {
 		t.Error("an unrelated change rebuilt the merged gateway")
 	}
 
@@ -65,7 +65,7 @@ spec: {clusterIP: 10.96.7.7, ports: [{name: http, port: 80}]}`)
 	stale.memo.routes.Store(&routeViewMemo{mesh: mesh, v: &routeView{}})
 	expectPanic("route view", func() { routeViewOf(stale, mesh) })
 	stale.memo.gateway.Store(&mergedGateway{digest: 1})
-	expectPanic("merged gateway", func() { gatewayOf(stale) })
+	expectPanic("merged gateway", func() { gatewayOf(stale, mesh) })
 	stale.memo.autoPassthrough.set(!scanAutoPassthrough(stale))
 	expectPanic("AUTO_PASSTHROUGH", func() { hasAutoPassthrough(stale) })
 	stale.view.autoPassthrough.set(!AutoPassthrough(next))

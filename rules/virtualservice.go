@@ -17,10 +17,8 @@ import (
 // endpoint-only snapshots share it) and dropped with it.
 type routeView struct {
 	// virtualServices are the VirtualServices bound to the mesh gateway and
-	// visible to the scope's namespace, in istiod's precedence order: those
-	// private to the namespace, then those exported to it by name, then
-	// public ones; within a group by name, then namespace (istiod orders by
-	// creation time, which pilotfish does not keep).
+	// visible to the scope's namespace, in istiod's precedence order
+	// (vsCompare).
 	virtualServices []*index.Config
 	// wrappers are the virtual hosts each VirtualService owns, in the same
 	// order (istiod's BuildSidecarVirtualHostWrapper).
@@ -52,6 +50,12 @@ type routeView struct {
 	// tcpDestinations maps such a VirtualService to the services its TCP
 	// and TLS routes name.
 	tcpDestinations map[*index.Config][]*index.Service
+	// sourceLabels maps a VirtualService whose matches name sourceLabels
+	// to the scope's labels of those keys (the keys' SourceLabels), and
+	// tcpSourceLabels a service hostname to those of its tcpRoutes; both
+	// are empty in a mesh without sourceLabels.
+	sourceLabels    map[*index.Config]string
+	tcpSourceLabels map[index.Sym]string
 }
 
 // vsWrapper is one VirtualService's share of the outbound virtual hosts.
@@ -107,6 +111,27 @@ func vsGroup(c *index.Config, ns index.Sym) int {
 	return 1
 }
 
+// vsCompare orders the VirtualServices visible from ns as istiod's
+// VirtualServicesForGateway lists them: those private to ns, then those
+// exported to it by name, then public ones; within a group the oldest
+// first (sortConfigByCreationTime), then by name, then by namespace.
+// Objects without a creation time (a config directory's, unless it
+// writes one) sort as the oldest.
+func vsCompare(snap *index.Snapshot, ns index.Sym) func(a, b *index.Config) int {
+	return func(a, b *index.Config) int {
+		if c := cmp.Compare(vsGroup(a, ns), vsGroup(b, ns)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.CreationTime, b.CreationTime); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name)); c != 0 {
+			return c
+		}
+		return cmp.Compare(snap.String(a.Key.Namespace), snap.String(b.Key.Namespace))
+	}
+}
+
 func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 	snap := sc.Snapshot
 	v := &routeView{
@@ -123,19 +148,11 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 	snap.Configs(index.ConfigVirtualService, func(c *index.Config) bool {
 		vs := vsSpec(c)
 		if vs != nil && boundToMesh(vs) && c.ExportTo.VisibleTo(c.Key.Namespace, sc.Namespace) && sc.Egress.seesConfig(snap, c) {
-			v.virtualServices = append(v.virtualServices, c)
+			v.virtualServices = append(v.virtualServices, sc.vsRow(c, mesh.DomainSuffix)) // virtualservice_delegate.go
 		}
 		return true
 	})
-	slices.SortFunc(v.virtualServices, func(a, b *index.Config) int {
-		if c := cmp.Compare(vsGroup(a, sc.Namespace), vsGroup(b, sc.Namespace)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name)); c != 0 {
-			return c
-		}
-		return cmp.Compare(snap.String(a.Key.Namespace), snap.String(b.Key.Namespace))
-	})
+	slices.SortFunc(v.virtualServices, vsCompare(snap, sc.Namespace))
 
 	// Which VirtualService routes each service: exact hosts first (the
 	// earliest VirtualService wins), then the most specific wildcard.
@@ -261,7 +278,34 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 	}
 	v.addTCPRoutes(sc, mesh)
 	v.addHashRules(sc, mesh)
+	v.addSourceLabels(sc)
 	return v
+}
+
+// addSourceLabels fills sourceLabels and tcpSourceLabels.
+func (v *routeView) addSourceLabels(sc *Scope) {
+	var labels map[string]string
+	for _, c := range v.virtualServices {
+		if len(c.SourceLabelKeys) == 0 {
+			continue
+		}
+		if v.sourceLabels == nil {
+			labels = scopeLabels(sc)
+			v.sourceLabels = map[*index.Config]string{}
+		}
+		v.sourceLabels[c] = sourceLabelsFor(sc.Snapshot, labels, c)
+	}
+	if v.sourceLabels == nil {
+		return
+	}
+	for h, cs := range v.tcpRoutes {
+		if s := sourceLabelsFor(sc.Snapshot, labels, cs...); s != "" {
+			if v.tcpSourceLabels == nil {
+				v.tcpSourceLabels = map[index.Sym]string{}
+			}
+			v.tcpSourceLabels[h] = s
+		}
+	}
 }
 
 // addHashRules finds the consistent-hash DestinationRules of the scope's
