@@ -34,6 +34,20 @@ type MeshSettings struct {
 	// TrustDomain is the SPIFFE trust domain of identities and SAN checks
 	// (cluster.local).
 	TrustDomain string
+	// TrustDomainAliases are trust domains whose identities count as the
+	// mesh's own (meshConfig trustDomainAliases).
+	TrustDomainAliases []string
+	// JWKSFetchMode is PILOT_JWT_ENABLE_REMOTE_JWKS: istiod (or false,
+	// empty), hybrid (or true), envoy; CheckJWKSFetchMode tells a bad one.
+	JWKSFetchMode string
+}
+
+// CheckJWKSFetchMode reports whether s is one of istiod's
+// PILOT_JWT_ENABLE_REMOTE_JWKS values (istiod takes any other as its
+// default; pilotfish refuses it).
+func CheckJWKSFetchMode(s string) bool {
+	_, ok := encode.ParseJWKSFetchMode(s)
+	return ok
 }
 
 // Mesh builds the mesh for Options.Mesh from s.
@@ -48,5 +62,7 @@ func (s MeshSettings) Mesh() *encode.Mesh {
 	if s.TrustDomain != "" {
 		m.TrustDomain = s.TrustDomain
 	}
+	m.TrustDomainAliases = append([]string(nil), s.TrustDomainAliases...)
+	m.JWKSFetchMode, _ = encode.ParseJWKSFetchMode(s.JWKSFetchMode)
 	return m
 }

@@ -17,7 +17,7 @@ type workloadSecurity struct {
 	mtls  encode.ServiceMTLS            // workload-wide mode
 	ports map[uint32]encode.ServiceMTLS // portLevelMtls by workload port
 	authz encode.AuthzPolicies
-	ra    []*index.Config
+	ra    encode.JWTRules // authn_jwks.go
 }
 
 // portMTLS is the mode on a workload port.
@@ -50,7 +50,7 @@ func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {
 	w := &workloadSecurity{mtls: encode.ServiceMTLSPermissive}
 	w.peerAuthentication(snap, root, sc.Namespace, labels)
 	w.authorization(snap, root, sc.Namespace, labels)
-	w.ra = selectPolicies(snap, index.ConfigRequestAuthentication, root, sc.Namespace, labels, nil)
+	w.ra = jwtRules(snap, mesh.JWKSFetchMode, selectPolicies(snap, index.ConfigRequestAuthentication, root, sc.Namespace, labels, nil))
 	return w
 }
 

@@ -7,7 +7,8 @@
 // sidecar_ingress.go), the VirtualService, DestinationRule and security
 // policy rules (virtualservice.go, destrule.go, authn.go: PeerAuthentication
 // modes, AuthorizationPolicy and RequestAuthentication, by namespace and
-// labels; docs/security.md), and the key builders (build_*.go) that fill
+// labels, and where each JWT rule's keys come from, authn_jwks.go;
+// docs/security.md), and the key builders (build_*.go) that fill
 // encode's keys from a Scope.
 //
 // # Builders
