@@ -125,7 +125,7 @@ func (sc *Scope) HoldsJWKS(key index.ConfigKey, rootNS string) bool {
 	}
 	issuer, uri := snap.String(key.Namespace), snap.String(key.Name)
 	root, _ := snap.Symbols.Lookup(rootNS)
-	for _, c := range selectPolicies(snap, index.ConfigRequestAuthentication, root, sc.Namespace, scopeLabels(sc), nil) {
+	for _, c := range selectPolicies(snap, index.ConfigRequestAuthentication, root, sc.Namespace, scopeLabels(sc)) {
 		ra, ok := c.Spec.(*security.RequestAuthentication)
 		if !ok {
 			continue
