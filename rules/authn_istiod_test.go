@@ -93,10 +93,26 @@ func TestJWTAuthnMatchesIstiod(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got map[string]*jwt.JwtAuthentication
+	var gotAll map[string][]proto.Message
 	for _, l := range decodeListeners(t, ls) {
 		if l.Name == "virtualInbound" {
 			validate(t, l)
 			got = jwtFilters(t, l)
+			gotAll = securityFilters(t, l)
+		}
+	}
+	// The RBAC filter requiring a token (requestPrincipals) reads what
+	// jwt_authn verified: istiod's too.
+	for chain, w := range securityFilters(t, istiod["virtualInbound"]) {
+		g := gotAll[chain]
+		if len(g) != len(w) {
+			t.Errorf("chain %q: %d security filters, istiod %d", chain, len(g), len(w))
+			continue
+		}
+		for i := range w {
+			if !proto.Equal(g[i], w[i]) {
+				t.Errorf("chain %q filter %d differs from istiod's (-istiod +pilotfish):\n%s", chain, i, protoDiff(t, w[i], g[i]))
+			}
 		}
 	}
 	want := jwtFilters(t, istiod["virtualInbound"])
@@ -116,5 +132,84 @@ func TestJWTAuthnMatchesIstiod(t *testing.T) {
 		if !proto.Equal(g, w) {
 			t.Errorf("chain %q: jwt_authn differs from istiod's (-istiod +pilotfish):\n%s", chain, protoDiff(t, w, g))
 		}
+	}
+}
+
+// securityFilters returns, per chain of l (name#rank), its HTTP filters
+// of security (jwt_authn, rbac) or, on a TCP chain, its network RBAC
+// filters, in order.
+func securityFilters(t *testing.T, l *listener.Listener) map[string][]proto.Message {
+	t.Helper()
+	out := map[string][]proto.Message{}
+	seen := map[string]int{}
+	for _, fc := range l.GetFilterChains() {
+		name := fc.GetName() + "#" + strconv.Itoa(seen[fc.GetName()])
+		seen[fc.GetName()]++
+		var fs []proto.Message
+		for _, f := range fc.GetFilters() {
+			switch f.GetName() {
+			case "envoy.filters.network.rbac":
+				m, err := f.GetTypedConfig().UnmarshalNew()
+				if err != nil {
+					t.Fatal(err)
+				}
+				fs = append(fs, m)
+			case "envoy.filters.network.http_connection_manager":
+				for _, hf := range hcmFromFilter(t, f).GetHttpFilters() {
+					if hf.GetName() != "envoy.filters.http.jwt_authn" && hf.GetName() != "envoy.filters.http.rbac" {
+						continue
+					}
+					m, err := hf.GetTypedConfig().UnmarshalNew()
+					if err != nil {
+						t.Fatal(err)
+					}
+					fs = append(fs, m)
+				}
+			}
+		}
+		out[name] = fs
+	}
+	return out
+}
+
+// TestPolicyTargetRefsMatchIstiod (istiodref case authz-targetref): a
+// sidecar ignores an AuthorizationPolicy targeting its Service or a
+// Gateway, and a RequestAuthentication targeting a Gateway: every chain of
+// its virtualInbound has the same jwt_authn and RBAC filters as istiod's
+// (the selector policy's DENY only).
+func TestPolicyTargetRefsMatchIstiod(t *testing.T) {
+	files, istiod := istiodCase(t, "authz-targetref", "reviews")
+	snap := lrLoad(t, files)
+	sc := scopeFor(snap, sidecarClass("authz-target"), "10.1.19.5")
+	ls, err := buildListeners(sc, encode.DefaultMesh(), verifyCache(), nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string][]proto.Message
+	for _, l := range decodeListeners(t, ls) {
+		if l.Name == "virtualInbound" {
+			got = securityFilters(t, l)
+		}
+	}
+	want := securityFilters(t, istiod["virtualInbound"])
+	n := 0
+	for chain, w := range want {
+		n += len(w)
+		g := got[chain]
+		if len(g) != len(w) {
+			t.Errorf("chain %q: %d security filters, istiod %d", chain, len(g), len(w))
+			continue
+		}
+		for i := range w {
+			if !proto.Equal(g[i], w[i]) {
+				t.Errorf("chain %q filter %d differs from istiod's (-istiod +pilotfish):\n%s", chain, i, protoDiff(t, w[i], g[i]))
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("istiod's virtualInbound has no security filter: the case is not what this test expects")
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d chains, istiod %d", len(got), len(want))
 	}
 }
