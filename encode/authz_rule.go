@@ -229,7 +229,7 @@ func azPrincipal(conds []azCond, ns string, t azTarget, action rbac.RBAC_Action)
 			}
 		}
 		if len(or) > 0 {
-			and = append(and, &rbac.Principal{Identifier: &rbac.Principal_OrIds{OrIds: &rbac.Principal_Set{Ids: or}}})
+			and = append(and, azPrinOr(c, or))
 		}
 		or = nil
 		for _, v := range c.notValues {
@@ -242,13 +242,23 @@ func azPrincipal(conds []azCond, ns string, t azTarget, action rbac.RBAC_Action)
 			}
 		}
 		if len(or) > 0 {
-			and = append(and, &rbac.Principal{Identifier: &rbac.Principal_NotId{NotId: &rbac.Principal{Identifier: &rbac.Principal_OrIds{OrIds: &rbac.Principal_Set{Ids: or}}}}})
+			and = append(and, &rbac.Principal{Identifier: &rbac.Principal_NotId{NotId: azPrinOr(c, or)}})
 		}
 	}
 	if len(and) == 0 {
 		and = append(and, &rbac.Principal{Identifier: &rbac.Principal_Any{Any: true}})
 	}
 	return &rbac.Principal{Identifier: &rbac.Principal_AndIds{AndIds: &rbac.Principal_Set{Ids: and}}}, nil
+}
+
+// azPrinOr is the OR of a condition's matchers. Request principals are
+// istiod's "extended" condition: one value is its matcher as is, not an OR
+// of one.
+func azPrinOr(c azCond, or []*rbac.Principal) *rbac.Principal {
+	if c.kind == azRequestPrincipal && len(or) == 1 {
+		return or[0]
+	}
+	return &rbac.Principal{Identifier: &rbac.Principal_OrIds{OrIds: &rbac.Principal_Set{Ids: or}}}
 }
 
 // errAzUTF8: protobuf strings must be UTF-8 (decoded YAML and JSON always
@@ -390,22 +400,37 @@ func azJWTPrincipal(c azCond, v string) (*rbac.Principal, error) {
 		}
 		return claim(names, azString(v, ""), true), nil
 	}
-	// request.auth.principal is "ISS/SUB"; the issuer may hold slashes.
+	// request.auth.principal is "ISS/SUB", split at the last slash (the
+	// issuer may hold slashes), read as istiod reads it: a leading "*"
+	// makes the issuer a suffix (or any) and the subject exact; a trailing
+	// "*" makes the subject a prefix (or any) and the issuer exact;
+	// without a slash the value is the issuer and the subject is empty.
 	any := azRegex(".+")
 	var iss, sub *matcher.StringMatcher
 	i := strings.LastIndexByte(v, '/')
+	is, su := v, ""
+	if i >= 0 {
+		is, su = v[:i], v[i+1:]
+	}
 	switch {
 	case v == "*":
 		iss, sub = any, any
-	case i < 0 && strings.HasPrefix(v, "*"):
+	case strings.HasPrefix(v, "*") && i >= 0:
+		iss, sub = azSuffix(strings.TrimPrefix(is, "*")), azExact(su)
+		if is == "*" {
+			iss = any
+		}
+	case strings.HasPrefix(v, "*"):
 		iss, sub = any, azSuffix(v[1:])
-	case i < 0 && strings.HasSuffix(v, "*"):
+	case strings.HasSuffix(v, "*") && i >= 0:
+		iss, sub = azExact(is), azPrefix(strings.TrimSuffix(su, "*"))
+		if su == "*" {
+			sub = any
+		}
+	case strings.HasSuffix(v, "*"):
 		iss, sub = azPrefix(strings.TrimSuffix(v, "*")), any
-	case i < 0:
-		iss, sub = azExact(v), any
 	default:
-		is, su := v[:i], v[i+1:]
-		iss, sub = azString(is, ""), azString(su, "")
+		iss, sub = azExact(is), azExact(su)
 	}
 	return &rbac.Principal{Identifier: &rbac.Principal_AndIds{AndIds: &rbac.Principal_Set{Ids: []*rbac.Principal{
 		claim([]string{"iss"}, iss, false), claim([]string{"sub"}, sub, false),
