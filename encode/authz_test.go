@@ -112,8 +112,8 @@ func TestAzPolicy(t *testing.T) {
 			// istiod's reading of each form: "*/SUB" any issuer, "*ISS/SUB"
 			// an issuer suffix, "ISS/SUB*" a subject prefix, "ISS" (no
 			// slash) an empty subject; several values are an OR.
-			name: "request principal forms",
-			rule: `{from: [{source: {requestPrincipals: ["*/bob", "*.example/bob", "https://i.example/b*", "https://i.example/*", "x*", "*x", "noslash"]}}]}`,
+			name:   "request principal forms",
+			rule:   `{from: [{source: {requestPrincipals: ["*/bob", "*.example/bob", "https://i.example/b*", "https://i.example/*", "x*", "*x", "noslash"]}}]}`,
 			target: azHTTP, action: rbac.RBAC_ALLOW,
 			want: `{"permissions":[` + any + `],"principals":[{"andIds":{"ids":[{"orIds":{"ids":[` +
 				rp(`{"safeRegex":{"regex":".+"}}`, `{"exact":"bob"}`) + `,` +
