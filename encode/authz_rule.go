@@ -53,6 +53,7 @@ const (
 	azSrcPrincipal
 	azServiceAccount
 	azRequestPrincipal
+	azTrustDomain
 	azSrcNamespace
 	azRemoteIP
 	azSrcIP
@@ -77,8 +78,10 @@ func azAppend(list []azCond, kind azKind, key string, values, notValues []string
 }
 
 // azPolicy translates one rule. ns is the policy's namespace (service
-// accounts without a namespace are in it).
-func azPolicy(r *security.Rule, ns string, t azTarget, action rbac.RBAC_Action) (*rbac.Policy, error) {
+// accounts without a namespace are in it); tds are the mesh's trust domain
+// then its aliases (principals and trust domains are rewritten to each,
+// authz_trustdomain.go; nil rewrites nothing).
+func azPolicy(r *security.Rule, ns string, tds []string, t azTarget, action rbac.RBAC_Action) (*rbac.Policy, error) {
 	var basePerm, basePrin []azCond
 	for _, w := range r.GetWhen() {
 		k := w.GetKey()
@@ -99,6 +102,10 @@ func azPolicy(r *security.Rule, ns string, t azTarget, action rbac.RBAC_Action) 
 			kind = azSrcNamespace
 		case k == "source.principal":
 			kind = azSrcPrincipal
+		case k == "source.serviceAccount":
+			kind = azServiceAccount
+		case k == "source.trustDomain":
+			kind = azTrustDomain
 		case k == "request.auth.principal":
 			kind = azRequestPrincipal
 		case k == "request.auth.audiences":
@@ -127,21 +134,24 @@ func azPolicy(r *security.Rule, ns string, t azTarget, action rbac.RBAC_Action) 
 	for _, f := range r.GetFrom() {
 		s := f.GetSource()
 		var conds []azCond
+		// istiod's order: principals, request principals, service
+		// accounts, trust domains, namespaces, remote IPs, IPs, then when.
 		conds = azAppend(conds, azSrcPrincipal, "", s.GetPrincipals(), s.GetNotPrincipals())
-		conds = azAppend(conds, azServiceAccount, "", s.GetServiceAccounts(), s.GetNotServiceAccounts())
 		conds = azAppend(conds, azRequestPrincipal, "", s.GetRequestPrincipals(), s.GetNotRequestPrincipals())
+		conds = azAppend(conds, azServiceAccount, "", s.GetServiceAccounts(), s.GetNotServiceAccounts())
+		conds = azAppend(conds, azTrustDomain, "", s.GetTrustDomains(), s.GetNotTrustDomains())
 		conds = azAppend(conds, azSrcNamespace, "", s.GetNamespaces(), s.GetNotNamespaces())
 		conds = azAppend(conds, azRemoteIP, "", s.GetRemoteIpBlocks(), s.GetNotRemoteIpBlocks())
 		conds = azAppend(conds, azSrcIP, "", s.GetIpBlocks(), s.GetNotIpBlocks())
 		conds = append(conds, basePrin...)
-		pr, err := azPrincipal(conds, ns, t, action)
+		pr, err := azPrincipal(azMigrate(conds, tds), ns, t, action)
 		if err != nil {
 			return nil, err
 		}
 		p.Principals = append(p.Principals, pr)
 	}
 	if len(r.GetFrom()) == 0 {
-		pr, err := azPrincipal(basePrin, ns, t, action)
+		pr, err := azPrincipal(azMigrate(basePrin, tds), ns, t, action)
 		if err != nil {
 			return nil, err
 		}
@@ -321,6 +331,8 @@ func azPrinMatcher(c azCond, v, ns string, t azTarget) (*rbac.Principal, error) 
 			return nil, err
 		}
 		return azAuthenticated(azString(v, "spiffe://")), nil
+	case azTrustDomain:
+		return azAuthenticated(azTrustDomainMatcher(v)), nil
 	case azServiceAccount:
 		if err := azRegexSafe(v); err != nil {
 			return nil, err

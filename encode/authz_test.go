@@ -140,7 +140,7 @@ func TestAzPolicy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := azPolicy(azRuleOf(t, tc.rule), "shop", tc.target, tc.action)
+			p, err := azPolicy(azRuleOf(t, tc.rule), "shop", nil, tc.target, tc.action)
 			if tc.want == "" {
 				if err == nil {
 					t.Fatalf("got %s, want an error", azJSON(t, p))
@@ -203,11 +203,11 @@ func TestAuthzFilters(t *testing.T) {
 	if len(groups) != 3 || groups[0].action != rbac.RBAC_LOG || groups[1].action != rbac.RBAC_DENY || groups[2].action != rbac.RBAC_ALLOW {
 		t.Fatalf("groups %v", groups)
 	}
-	allowTCP := groups[2].rules(index.NamesOf(syms, nil), azTCP, false)
+	allowTCP := groups[2].rules(index.NamesOf(syms, nil), nil, azTCP, false)
 	if len(allowTCP.Policies) != 1 || allowTCP.Policies["ns[shop]-policy[allow-nothing]-rule[0]"] != rbacNever {
 		t.Errorf("ALLOW on TCP: %v (want only allow-nothing's never-matching policy; methods-only is HTTP-only)", allowTCP.Policies)
 	}
-	allowHTTP := groups[2].rules(index.NamesOf(syms, nil), azHTTP, false)
+	allowHTTP := groups[2].rules(index.NamesOf(syms, nil), nil, azHTTP, false)
 	if len(allowHTTP.Policies) != 2 {
 		t.Errorf("ALLOW on HTTP: %d policies, want 2", len(allowHTTP.Policies))
 	}

@@ -50,6 +50,11 @@ func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {
 	w := &workloadSecurity{mtls: encode.ServiceMTLSPermissive}
 	w.peerAuthentication(snap, root, sc.Namespace, labels)
 	w.authorization(snap, root, sc.Namespace, labels)
+	if !w.authz.Empty() {
+		// Principals of the mesh's trust domain (or cluster.local) match
+		// each of its aliases too (istiod's trust domain bundle).
+		w.authz.TrustDomains = append([]string{mesh.TrustDomain}, mesh.TrustDomainAliases...)
+	}
 	w.ra = jwtRules(snap, mesh.JWKSFetchMode, selectPolicies(snap, index.ConfigRequestAuthentication, root, sc.Namespace, labels))
 	return w
 }
