@@ -213,3 +213,44 @@ func TestPolicyTargetRefsMatchIstiod(t *testing.T) {
 		t.Errorf("%d chains, istiod %d", len(got), len(want))
 	}
 }
+
+// TestTrustDomainAliasesMatchIstiod (istiodref case authz-tdalias, whose
+// mesh.yaml sets trustDomainAliases [old.td]): every chain of the
+// sidecar's virtualInbound has istiod's RBAC filters, principals and trust
+// domains rewritten for the alias.
+func TestTrustDomainAliasesMatchIstiod(t *testing.T) {
+	files, istiod := istiodCase(t, "authz-tdalias", "reviews")
+	snap := lrLoad(t, files)
+	sc := scopeFor(snap, sidecarClass("authz-tdalias"), "10.1.20.5")
+	mesh := encode.DefaultMesh().Clone()
+	mesh.TrustDomainAliases = []string{"old.td"} // the case's mesh.yaml
+	ls, err := buildListeners(sc, mesh, verifyCache(), nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string][]proto.Message
+	for _, l := range decodeListeners(t, ls) {
+		if l.Name == "virtualInbound" {
+			validate(t, l)
+			got = securityFilters(t, l)
+		}
+	}
+	want := securityFilters(t, istiod["virtualInbound"])
+	n := 0
+	for chain, w := range want {
+		n += len(w)
+		g := got[chain]
+		if len(g) != len(w) {
+			t.Errorf("chain %q: %d security filters, istiod %d", chain, len(g), len(w))
+			continue
+		}
+		for i := range w {
+			if !proto.Equal(g[i], w[i]) {
+				t.Errorf("chain %q filter %d differs from istiod's (-istiod +pilotfish):\n%s", chain, i, protoDiff(t, w[i], g[i]))
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("istiod's virtualInbound has no RBAC filter: the case is not what this test expects")
+	}
+}
