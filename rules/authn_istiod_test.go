@@ -254,3 +254,46 @@ func TestTrustDomainAliasesMatchIstiod(t *testing.T) {
 		t.Fatal("istiod's virtualInbound has no RBAC filter: the case is not what this test expects")
 	}
 }
+
+// TestRouterJWTMatchesIstiod (istiodref case jwt-gateway): a router's
+// jwt_authn, on every HTTP connection manager of every listener, equals
+// istiod's: clear_route_cache set, istiod's reject-all set for the rule
+// whose keys cannot be fetched.
+func TestRouterJWTMatchesIstiod(t *testing.T) {
+	files, istiod := istiodCase(t, "jwt-gateway", "gateway")
+	snap := lrLoad(t, files)
+	labels := map[string]string{"istio": "ingressgateway"}
+	sc := routerScope(snap, "jwt-gw", labels)
+	sc.Class.Labels = securityLabels(snap, "istio-system", &Node{Namespace: "jwt-gw", Labels: labels})
+	rs, err := buildGatewayListeners(sc, encode.DefaultMesh(), verifyCache(), nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]proto.Message{}
+	for _, l := range decodeListeners(t, rs) {
+		validate(t, l)
+		for chain, fs := range securityFilters(t, l) {
+			got[l.Name+"/"+chain] = fs
+		}
+	}
+	n := 0
+	for name, l := range istiod {
+		for chain, w := range securityFilters(t, l) {
+			n += len(w)
+			g := got[name+"/"+chain]
+			if len(g) != len(w) {
+				t.Errorf("%s chain %q: %d security filters, istiod %d", name, chain, len(g), len(w))
+				continue
+			}
+			for i := range w {
+				if !proto.Equal(g[i], w[i]) {
+					t.Errorf("%s chain %q filter %d differs from istiod's (-istiod +pilotfish):\n%s", name, chain, i, protoDiff(t, w[i], g[i]))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("istiod's router has no jwt_authn: the case is not what this test expects")
+	}
+	t.Logf("%d security filters compared", n)
+}
