@@ -131,6 +131,7 @@ type Resolver struct {
 	mu      sync.Mutex
 	entries map[sourceKey]*entry // guarded by mu
 	changed bool                 // guarded by mu: the published list is stale
+	pubbing bool                 // guarded by mu: publish is running
 	dropped int                  // guarded by mu: sources past MaxSources at the last Want
 }
 
@@ -142,6 +143,7 @@ type entry struct {
 	jwks     string // last key set fetched ("" none)
 	canon    string // its ParseKeySet form
 	failures int    // consecutive failed fetches
+	tried    bool   // a fetch has ended (success or failure)
 	next     time.Time
 	fetching bool
 }
@@ -217,6 +219,25 @@ func (r *Resolver) Want(srcs []Source) {
 	}
 }
 
+// Settled reports whether every wanted source has been fetched once
+// (successfully or not) and what was fetched has been published: the
+// server's readiness waits for it, as istiod's first push waits for its
+// fetches. A source that cannot be fetched settles after one attempt,
+// bounded by its timeout.
+func (r *Resolver) Settled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed || r.pubbing {
+		return false
+	}
+	for _, e := range r.entries {
+		if !e.tried {
+			return false
+		}
+	}
+	return true
+}
+
 // KeySets returns the key sets fetched for the wanted sources, sorted by
 // issuer and URI.
 func (r *Resolver) KeySets() []KeySet {
@@ -277,30 +298,33 @@ func (r *Resolver) Run(ctx context.Context, publish func([]KeySet)) {
 		if free := r.opts.MaxConcurrent - inflight; len(due) > free {
 			due = due[:free]
 		}
-		starts := make([]*entry, len(due))
+		type start struct {
+			k   sourceKey
+			e   *entry
+			src Source
+		}
+		starts := make([]start, len(due))
 		for i, k := range due {
 			e := r.entries[k]
 			e.fetching = true
-			starts[i] = e
+			starts[i] = start{k, e, e.src}
 		}
-		var list []KeySet
-		publishNow := r.changed
-		if publishNow {
-			list = r.listLocked()
-			r.changed = false
+		if r.changed {
+			list := r.listLocked()
+			r.changed, r.pubbing = false, true
+			r.mu.Unlock()
+			publish(list)
+			r.mu.Lock()
+			r.pubbing = false
 		}
 		r.mu.Unlock()
-		if publishNow {
-			publish(list)
-		}
-		for i, e := range starts {
+		for _, s := range starts {
 			inflight++
 			wg.Add(1)
-			k, src := due[i], e.src
 			go pprof.Do(ctx, pprof.Labels("pilotfish", "jwks-fetch"), func(ctx context.Context) {
 				defer wg.Done()
-				body, canon, err := r.fetch(ctx, src)
-				results <- fetchResult{key: k, e: e, body: body, canon: canon, err: err}
+				body, canon, err := r.fetch(ctx, s.src)
+				results <- fetchResult{key: s.k, e: s.e, body: body, canon: canon, err: err}
 			})
 		}
 		if !wakeAt.IsZero() {
@@ -348,7 +372,7 @@ func (r *Resolver) finish(res fetchResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := res.e
-	e.fetching = false
+	e.fetching, e.tried = false, true
 	if r.entries[res.key] != e {
 		return // no longer wanted (or wanted anew)
 	}

@@ -367,3 +367,31 @@ func TestParseErrors(t *testing.T) {
 		t.Errorf("reordered key sets differ: %q vs %q", a, b)
 	}
 }
+
+// TestResolverSettled: a resolver is settled when it wants nothing, and
+// once every wanted source has been fetched once, successfully or not, and
+// published.
+func TestResolverSettled(t *testing.T) {
+	srv := newKeyServer(t)
+	srv.set("/keys", keysA, 0)
+	var published atomic.Int64
+	r := jwks.New(jwks.Options{RootCAs: srv.roots(), RetryInterval: time.Hour})
+	if !r.Settled() {
+		t.Fatal("a resolver wanting nothing is not settled")
+	}
+	r.Want([]jwks.Source{{Issuer: "a", URI: srv.URL + "/keys"}, {Issuer: "b", URI: srv.URL + "/missing"}})
+	if r.Settled() {
+		t.Fatal("settled before any fetch")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx, func(l []jwks.KeySet) { published.Store(int64(len(l))) })
+	}()
+	defer func() { cancel(); <-done }()
+	until(t, "settled", r.Settled)
+	if published.Load() != 1 {
+		t.Errorf("settled with %d key sets published, want 1", published.Load())
+	}
+}

@@ -92,14 +92,34 @@ func TestE2EJWKSFetchedAndPushed(t *testing.T) {
 	c := newADSClient(t, s.grpcAddr.String(), "reviews", "shop", "10.244.0.5")
 	c.ackAll()
 	c.send(&discoveryv3.DiscoveryRequest{TypeUrl: ldsTypeURL})
+	// Ready waits for the first fetches: the first answer has the keys.
 	want := map[string]string{"https://a.example": jwksE2EKeysA, srv.URL + "/idp": jwksE2EKeysB, "https://c.example": encode.JWKSRejectAll}
-	waitJWT(t, c, want)
+	if got := firstJWT(t, c); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("first LDS inlines %v, want %v", got, want)
+	}
 
 	mu.Lock()
 	bodies["/keys"] = jwksE2EKeysC
 	mu.Unlock()
 	want["https://a.example"] = jwksE2EKeysC
 	waitJWT(t, c, want)
+}
+
+// firstJWT returns the keys of the first LDS response's virtualInbound.
+func firstJWT(t *testing.T, c *adsClient) map[string]string {
+	t.Helper()
+	for _, a := range c.recv(ldsTypeURL).GetResources() {
+		l := &listenerv3.Listener{}
+		if err := a.UnmarshalTo(l); err != nil {
+			t.Fatal(err)
+		}
+		if l.GetName() == "virtualInbound" {
+			got, _ := jwtKeysOf(t, l)
+			return got
+		}
+	}
+	t.Fatal("no virtualInbound")
+	return nil
 }
 
 // waitJWT reads LDS pushes until the virtualInbound listener's jwt_authn

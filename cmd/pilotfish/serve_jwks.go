@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,26 @@ type jwksWiring struct {
 	resolver *jwks.Resolver
 	input    *ingest.JWKSInput
 	fetches  *prometheus.CounterVec
+	// waitFrom is when readiness started waiting for the first fetches
+	// (unix nanoseconds, 0 before).
+	waitFrom atomic.Int64
+}
+
+// jwksReadyWait bounds how long readiness waits for the first fetches
+// once the sources are synced: with many slow key servers, serving with
+// the reject-all set for their rules beats not serving at all.
+const jwksReadyWait = 30 * time.Second
+
+// settled reports whether readiness may stop waiting for key sets: each
+// source named at start was fetched once (or failed), or jwksReadyWait
+// passed since the first call.
+func (jw *jwksWiring) settled() bool {
+	if jw.resolver.Settled() {
+		return true
+	}
+	now := time.Now().UnixNano()
+	jw.waitFrom.CompareAndSwap(0, now)
+	return time.Duration(now-jw.waitFrom.Load()) > jwksReadyWait
 }
 
 // newJWKS builds the fetcher; newInput binds an ingest.JWKSInput to the

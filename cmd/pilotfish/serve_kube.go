@@ -134,9 +134,13 @@ func newSources(o *serveOptions, log *slog.Logger) (*configSources, error) {
 	return s, nil
 }
 
-// Synced reports whether every source has applied its initial state.
+// Synced reports whether every source has applied its initial state, and
+// the key sets its RequestAuthentications name have been fetched once (or
+// failed to be, each within its timeout), as istiod's first push waits
+// for them.
 func (s *configSources) Synced() bool {
-	return (s.file == nil || s.file.Synced()) && (s.kube == nil || s.kube.Synced())
+	return (s.file == nil || s.file.Synced()) && (s.kube == nil || s.kube.Synced()) &&
+		(s.jwks == nil || s.jwks.settled())
 }
 
 // Errors lists the current problems of every source.
