@@ -1,8 +1,8 @@
 package encode
 
 import (
-	"net"
-	"net/url"
+	"cmp"
+	"slices"
 	"strconv"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -24,116 +24,198 @@ const (
 	jwtPayloadKey = "payload"
 )
 
-// jwtFilter is the jwt_authn filter of RequestAuthentication rows (in
-// istiod's order): one provider per JWT rule, "origins-N". A request
-// without a token passes (AuthorizationPolicy decides, e.g. with
-// requestPrincipals ["*"]); a request with a token no provider accepts is
-// rejected with 401, as in Istio. nil when no rule applies.
-//
-// jwksUri is fetched by Envoy (remote_jwks) through the cluster of the URI's
-// host, "outbound|PORT||HOST": the JWKS server must be a mesh service or a
-// ServiceEntry. istiod fetches it itself by default and inlines it;
-// pilotfish's generators never reach outside their key.
-func jwtFilter(names index.Names, ras []*index.Config) *hcm.HttpFilter {
-	cfg := &jwt.JwtAuthentication{Providers: map[string]*jwt.JwtProvider{}, BypassCorsPreflight: true}
-	var reqs []*jwt.JwtRequirement
-	n := 0
-	for _, c := range ras {
+// JWKSRejectAll is the key set inlined for a rule whose keys the control
+// plane could not fetch (or has not yet): one public RSA key whose private
+// key was discarded when it was made, so that no token verifies and a
+// request carrying one gets 401, failing closed. It is istiod's value
+// (PublicOnlyJwks), byte for byte, so that both control planes send the
+// same listener.
+const JWKSRejectAll = `{
+  "keys": [
+    {
+      "kty": "RSA",
+      "e": "AQAB",
+      "n": "0xObjM0UvS_oaazjpEYlAbwctEJ4L8pH3OuTb7qth7gUwqet-EzQB4dgFdvSdMgrLnSncQGRjpEYz3F3viIbH-3EN3TxSlPNviHxeOdyiBVfumN8dMxbLvVJUpfNOnvmMxJcl-8NNjAwcOjk4otSALaYgYYyOPyvKtgVdrQr-FoubWX4yrjxW-MJ2-7OBeepUUNOsVwGV23YX03sVkkyvY3otRflkBcY3_HKpBxJl9wk2GyOShN4_PNUF9-vwfnvOXMbCDX-w4PTef4geeb_GiT40YCKHTKMSPVanGRn5GExIWmki-mmqh94-mPTJyBR74ShspL3BxPZitDL574T1w"
+    }
+  ]
+}`
+
+// JWTRules are the RequestAuthentications selecting a workload (root
+// namespace first) and where the keys of each of their JWT rules come
+// from.
+type JWTRules struct {
+	Policies []*index.Config
+	// Keys has one entry per non-nil JWT rule of Policies, in order.
+	Keys []JWTKeys
+}
+
+// JWTKeys is where one JWT rule's keys come from: its own jwks when set;
+// else Envoy fetching its jwksUri through Cluster, when set
+// (PILOT_JWT_ENABLE_REMOTE_JWKS envoy, or hybrid for a mesh host); else the
+// ConfigJWKS row the control plane fetched, Fetched (nil: none, the rule
+// gets JWKSRejectAll).
+type JWTKeys struct {
+	Cluster string
+	Fetched *index.Config
+}
+
+// Empty reports whether no policy applies.
+func (j *JWTRules) Empty() bool { return len(j.Policies) == 0 }
+
+func (j *JWTRules) hashInto(h *Hasher) {
+	hashCfgRows(h, j.Policies)
+	h.Int(len(j.Keys))
+	for _, k := range j.Keys {
+		h.Str(k.Cluster)
+		hashCfgRow(h, k.Fetched)
+	}
+}
+
+// jwtRule is one JWT rule and its keys.
+type jwtRule struct {
+	r    *security.JWTRule
+	keys JWTKeys
+}
+
+// rules lists the JWT rules of j's policies with their keys, sorted by
+// issuer (stable), as istiod orders its providers.
+func (j *JWTRules) rules() []jwtRule {
+	var out []jwtRule
+	for _, c := range j.Policies {
 		ra, ok := c.Spec.(*security.RequestAuthentication)
 		if !ok {
 			continue
 		}
 		for _, r := range ra.GetJwtRules() {
-			if r == nil || r.GetIssuer() == "" && r.GetJwksUri() == "" && r.GetJwks() == "" {
+			if r == nil {
 				continue
 			}
-			p := jwtProvider(r)
-			if p == nil {
-				continue
+			var k JWTKeys
+			if len(out) < len(j.Keys) {
+				k = j.Keys[len(out)]
 			}
-			name := "origins-" + strconv.Itoa(n)
-			n++
-			cfg.Providers[name] = p
-			reqs = append(reqs, &jwt.JwtRequirement{RequiresType: &jwt.JwtRequirement_ProviderName{ProviderName: name}})
+			out = append(out, jwtRule{r, k})
 		}
 	}
-	if n == 0 {
+	slices.SortStableFunc(out, func(a, b jwtRule) int { return cmp.Compare(a.r.GetIssuer(), b.r.GetIssuer()) })
+	return out
+}
+
+// jwtFilter is istiod's jwt_authn filter for j: one provider per JWT rule,
+// "origins-N" in issuer order. A request without a token passes
+// (AuthorizationPolicy decides, e.g. with requestPrincipals ["*"]); a
+// token must verify with a provider that accepts it, else 401. With one
+// provider the requirement is {provider OR missing}; with several, any
+// provider, OR all of {provider OR missing} (so that providers sharing a
+// token location still accept their own tokens). Routers clear the route
+// cache after verifying (routes may match on claims). nil when no rule
+// applies.
+func jwtFilter(j *JWTRules, clearRouteCache bool) *hcm.HttpFilter {
+	rules := j.rules()
+	if len(rules) == 0 {
 		return nil
 	}
-	reqs = append(reqs, &jwt.JwtRequirement{RequiresType: &jwt.JwtRequirement_AllowMissing{AllowMissing: &emptypb.Empty{}}})
+	cfg := &jwt.JwtAuthentication{Providers: make(map[string]*jwt.JwtProvider, len(rules)), BypassCorsPreflight: true}
+	inner := make([]*jwt.JwtRequirement, 0, len(rules))
+	outer := make([]*jwt.JwtRequirement, 0, len(rules)+1)
+	for i, jr := range rules {
+		name := "origins-" + strconv.Itoa(i)
+		cfg.Providers[name] = jwtProvider(jr.r, jr.keys, clearRouteCache)
+		inner = append(inner, jwtAny(jwtByName(name), jwtAllowMissing()))
+		outer = append(outer, jwtByName(name))
+	}
+	req := inner[0]
+	if len(inner) > 1 {
+		req = jwtAny(append(outer, &jwt.JwtRequirement{RequiresType: &jwt.JwtRequirement_RequiresAll{
+			RequiresAll: &jwt.JwtRequirementAndList{Requirements: inner},
+		}})...)
+	}
 	cfg.Rules = []*jwt.RequirementRule{{
-		Match: &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},
-		RequirementType: &jwt.RequirementRule_Requires{Requires: &jwt.JwtRequirement{
-			RequiresType: &jwt.JwtRequirement_RequiresAny{RequiresAny: &jwt.JwtRequirementOrList{Requirements: reqs}},
-		}},
+		Match:           &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},
+		RequirementType: &jwt.RequirementRule_Requires{Requires: req},
 	}}
 	return hfTyped(jwtFilterName, cfg)
 }
 
-func jwtProvider(r *security.JWTRule) *jwt.JwtProvider {
+func jwtByName(name string) *jwt.JwtRequirement {
+	return &jwt.JwtRequirement{RequiresType: &jwt.JwtRequirement_ProviderName{ProviderName: name}}
+}
+
+func jwtAllowMissing() *jwt.JwtRequirement {
+	return &jwt.JwtRequirement{RequiresType: &jwt.JwtRequirement_AllowMissing{AllowMissing: &emptypb.Empty{}}}
+}
+
+func jwtAny(reqs ...*jwt.JwtRequirement) *jwt.JwtRequirement {
+	return &jwt.JwtRequirement{RequiresType: &jwt.JwtRequirement_RequiresAny{
+		RequiresAny: &jwt.JwtRequirementOrList{Requirements: reqs},
+	}}
+}
+
+// jwtSpaceDelimitedDefault are the claims istiod always splits on spaces.
+var jwtSpaceDelimitedDefault = []string{"permission", "scope"}
+
+func jwtProvider(r *security.JWTRule, keys JWTKeys, clearRouteCache bool) *jwt.JwtProvider {
 	p := &jwt.JwtProvider{
 		Issuer:               r.GetIssuer(),
 		Audiences:            r.GetAudiences(),
 		Forward:              r.GetForwardOriginalToken(),
-		FromParams:           r.GetFromParams(),
-		FromCookies:          r.GetFromCookies(),
 		ForwardPayloadHeader: r.GetOutputPayloadToHeader(),
 		PayloadInMetadata:    jwtPayloadKey,
-	}
-	for _, h := range r.GetFromHeaders() {
-		p.FromHeaders = append(p.FromHeaders, &jwt.JwtHeader{Name: h.GetName(), ValuePrefix: h.GetPrefix()})
+		NormalizePayloadInMetadata: &jwt.JwtProvider_NormalizePayload{
+			SpaceDelimitedClaims: jwtSpaceDelimited(r.GetSpaceDelimitedClaims()),
+		},
+		ClearRouteCache: clearRouteCache,
+		FromParams:      r.GetFromParams(),
+		FromCookies:     r.GetFromCookies(),
 	}
 	for _, c := range r.GetOutputClaimToHeaders() {
 		p.ClaimToHeaders = append(p.ClaimToHeaders, &jwt.JwtClaimToHeader{HeaderName: c.GetHeader(), ClaimName: c.GetClaim()})
 	}
-	switch {
-	case r.GetJwks() != "":
-		p.JwksSourceSpecifier = &jwt.JwtProvider_LocalJwks{LocalJwks: &core.DataSource{
-			Specifier: &core.DataSource_InlineString{InlineString: r.GetJwks()},
-		}}
-	case r.GetJwksUri() != "":
-		cluster, ok := jwksCluster(r.GetJwksUri())
-		if !ok {
-			return nil
-		}
-		timeout := durationpb.New(5e9)
-		if r.GetTimeout() != nil {
-			timeout = r.GetTimeout()
+	for _, h := range r.GetFromHeaders() {
+		p.FromHeaders = append(p.FromHeaders, &jwt.JwtHeader{Name: h.GetName(), ValuePrefix: h.GetPrefix()})
+	}
+	if keys.Cluster != "" {
+		timeout := r.GetTimeout()
+		if timeout == nil {
+			timeout = durationpb.New(5e9)
 		}
 		p.JwksSourceSpecifier = &jwt.JwtProvider_RemoteJwks{RemoteJwks: &jwt.RemoteJwks{
 			HttpUri: &core.HttpUri{
 				Uri:              r.GetJwksUri(),
-				HttpUpstreamType: &core.HttpUri_Cluster{Cluster: cluster},
+				HttpUpstreamType: &core.HttpUri_Cluster{Cluster: keys.Cluster},
 				Timeout:          timeout,
 			},
 			CacheDuration: durationpb.New(5 * 60e9),
 		}}
-	default:
-		return nil // no key source: validation requires one (OpenID discovery is not done)
+		return p
 	}
+	p.JwksSourceSpecifier = &jwt.JwtProvider_LocalJwks{LocalJwks: &core.DataSource{
+		Specifier: &core.DataSource_InlineString{InlineString: jwtLocalKeys(r, keys.Fetched)},
+	}}
 	return p
 }
 
-// jwksCluster is the outbound cluster of a JWKS URI's host.
-func jwksCluster(uri string) (string, bool) {
-	u, err := url.Parse(uri)
-	if err != nil || u.Hostname() == "" {
-		return "", false
+// jwtLocalKeys is the key set inlined for a rule: its own jwks, else the
+// one fetched for it, else JWKSRejectAll.
+func jwtLocalKeys(r *security.JWTRule, fetched *index.Config) string {
+	if s := r.GetJwks(); s != "" {
+		return s
 	}
-	port := uint64(80)
-	if u.Scheme == "https" {
-		port = 443
-	}
-	if p := u.Port(); p != "" {
-		n, err := strconv.ParseUint(p, 10, 16)
-		if err != nil {
-			return "", false
+	if fetched != nil {
+		if ks, ok := fetched.Spec.(index.JWKS); ok && ks.Keys != "" {
+			return ks.Keys
 		}
-		port = n
 	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); ip != nil {
-		return "", false
+	return JWKSRejectAll
+}
+
+// jwtSpaceDelimited is istiod's list: the defaults alone, or sorted and
+// without repeats with the rule's own.
+func jwtSpaceDelimited(own []string) []string {
+	if own == nil {
+		return jwtSpaceDelimitedDefault
 	}
-	return outboundClusterName(uint32(port), "", host), true
+	out := append(slices.Clone(own), jwtSpaceDelimitedDefault...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -36,6 +36,11 @@ type AuthzPolicies struct {
 	RootDeny []*index.Config
 	Deny     []*index.Config
 	Allow    []*index.Config
+	// TrustDomains are the mesh's trust domain then its aliases
+	// (meshConfig trustDomainAliases): principals and trust domains of the
+	// policies are rewritten to each (authz_trustdomain.go). Empty when no
+	// policy applies.
+	TrustDomains []string
 }
 
 // Empty reports whether no policy applies.
@@ -49,6 +54,7 @@ func (a *AuthzPolicies) hashInto(h *Hasher) {
 	hashCfgRows(h, a.RootDeny)
 	hashCfgRows(h, a.Deny)
 	hashCfgRows(h, a.Allow)
+	h.Strs(a.TrustDomains)
 }
 
 // azGroup is one RBAC filter: an action and its policies.
@@ -87,7 +93,7 @@ var rbacNever = &rbac.Policy{
 // rules translates a group's enforced policies (dry-run ones when shadow
 // is set). Rules that cannot be translated are left out (see azPolicy).
 // nil when no policy of the group is of that kind.
-func (g azGroup) rules(names index.Names, t azTarget, shadow bool) *rbac.RBAC {
+func (g azGroup) rules(names index.Names, tds []string, t azTarget, shadow bool) *rbac.RBAC {
 	var out *rbac.RBAC
 	for _, c := range g.policies {
 		ap, ok := c.Spec.(*security.AuthorizationPolicy)
@@ -102,7 +108,7 @@ func (g azGroup) rules(names index.Names, t azTarget, shadow bool) *rbac.RBAC {
 			if r == nil {
 				continue
 			}
-			p, err := azPolicy(r, ns, t, g.action)
+			p, err := azPolicy(r, ns, tds, t, g.action)
 			if err != nil {
 				continue
 			}
@@ -138,9 +144,9 @@ func azPolicyName(ns, name string, i int, t azTarget) string {
 func authzHTTPFilters(names index.Names, a *AuthzPolicies) []*hcm.HttpFilter {
 	var out []*hcm.HttpFilter
 	for _, g := range a.groups() {
-		shadow := g.rules(names, azHTTP, true)
+		shadow := g.rules(names, a.TrustDomains, azHTTP, true)
 		out = append(out, hfTyped(rbacHTTPFilterName, &rbachttp.RBAC{
-			Rules:                 g.rules(names, azHTTP, false),
+			Rules:                 g.rules(names, a.TrustDomains, azHTTP, false),
 			ShadowRules:           shadow,
 			ShadowRulesStatPrefix: shadowStatPrefix(shadow),
 		}))
@@ -152,9 +158,9 @@ func authzHTTPFilters(names index.Names, a *AuthzPolicies) []*hcm.HttpFilter {
 func authzTCPFilters(names index.Names, a *AuthzPolicies) []*listener.Filter {
 	var out []*listener.Filter
 	for _, g := range a.groups() {
-		shadow := g.rules(names, azTCP, true)
+		shadow := g.rules(names, a.TrustDomains, azTCP, true)
 		out = append(out, &listener.Filter{Name: rbacTCPFilterName, ConfigType: &listener.Filter_TypedConfig{TypedConfig: rtAny(&rbactcp.RBAC{
-			Rules:                 g.rules(names, azTCP, false),
+			Rules:                 g.rules(names, a.TrustDomains, azTCP, false),
 			ShadowRules:           shadow,
 			StatPrefix:            rbacTCPStatPrefix,
 			ShadowRulesStatPrefix: shadowStatPrefix(shadow),
@@ -173,11 +179,11 @@ func authzGRPCFilters(names index.Names, a *AuthzPolicies) []*hcm.HttpFilter {
 	deny.policies = append(deny.policies, a.Custom...)
 	deny.policies = append(deny.policies, a.RootDeny...)
 	deny.policies = append(deny.policies, a.Deny...)
-	if r := deny.rules(names, azGRPC, false); len(r.GetPolicies()) > 0 {
+	if r := deny.rules(names, a.TrustDomains, azGRPC, false); len(r.GetPolicies()) > 0 {
 		out = append(out, hfTyped(rbacGRPCDenyFilterName, &rbachttp.RBAC{Rules: r}))
 	}
 	// An ALLOW filter whose rules all failed still allows nothing.
-	if r := (azGroup{rbac.RBAC_ALLOW, a.Allow}).rules(names, azGRPC, false); r != nil {
+	if r := (azGroup{rbac.RBAC_ALLOW, a.Allow}).rules(names, a.TrustDomains, azGRPC, false); r != nil {
 		out = append(out, hfTyped(rbacHTTPFilterName, &rbachttp.RBAC{Rules: r}))
 	}
 	return out

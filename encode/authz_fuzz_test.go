@@ -34,7 +34,7 @@ func FuzzAuthzRule(f *testing.F) {
 		}
 		for _, tg := range []azTarget{azHTTP, azTCP, azGRPC} {
 			for _, a := range []rbac.RBAC_Action{rbac.RBAC_ALLOW, rbac.RBAC_DENY} {
-				p, err := azPolicy(r, "shop", tg, a)
+				p, err := azPolicy(r, "shop", nil, tg, a)
 				if err != nil {
 					continue
 				}

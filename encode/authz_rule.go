@@ -53,6 +53,7 @@ const (
 	azSrcPrincipal
 	azServiceAccount
 	azRequestPrincipal
+	azTrustDomain
 	azSrcNamespace
 	azRemoteIP
 	azSrcIP
@@ -77,8 +78,10 @@ func azAppend(list []azCond, kind azKind, key string, values, notValues []string
 }
 
 // azPolicy translates one rule. ns is the policy's namespace (service
-// accounts without a namespace are in it).
-func azPolicy(r *security.Rule, ns string, t azTarget, action rbac.RBAC_Action) (*rbac.Policy, error) {
+// accounts without a namespace are in it); tds are the mesh's trust domain
+// then its aliases (principals and trust domains are rewritten to each,
+// authz_trustdomain.go; nil rewrites nothing).
+func azPolicy(r *security.Rule, ns string, tds []string, t azTarget, action rbac.RBAC_Action) (*rbac.Policy, error) {
 	var basePerm, basePrin []azCond
 	for _, w := range r.GetWhen() {
 		k := w.GetKey()
@@ -99,6 +102,10 @@ func azPolicy(r *security.Rule, ns string, t azTarget, action rbac.RBAC_Action) 
 			kind = azSrcNamespace
 		case k == "source.principal":
 			kind = azSrcPrincipal
+		case k == "source.serviceAccount":
+			kind = azServiceAccount
+		case k == "source.trustDomain":
+			kind = azTrustDomain
 		case k == "request.auth.principal":
 			kind = azRequestPrincipal
 		case k == "request.auth.audiences":
@@ -127,21 +134,24 @@ func azPolicy(r *security.Rule, ns string, t azTarget, action rbac.RBAC_Action) 
 	for _, f := range r.GetFrom() {
 		s := f.GetSource()
 		var conds []azCond
+		// istiod's order: principals, request principals, service
+		// accounts, trust domains, namespaces, remote IPs, IPs, then when.
 		conds = azAppend(conds, azSrcPrincipal, "", s.GetPrincipals(), s.GetNotPrincipals())
-		conds = azAppend(conds, azServiceAccount, "", s.GetServiceAccounts(), s.GetNotServiceAccounts())
 		conds = azAppend(conds, azRequestPrincipal, "", s.GetRequestPrincipals(), s.GetNotRequestPrincipals())
+		conds = azAppend(conds, azServiceAccount, "", s.GetServiceAccounts(), s.GetNotServiceAccounts())
+		conds = azAppend(conds, azTrustDomain, "", s.GetTrustDomains(), s.GetNotTrustDomains())
 		conds = azAppend(conds, azSrcNamespace, "", s.GetNamespaces(), s.GetNotNamespaces())
 		conds = azAppend(conds, azRemoteIP, "", s.GetRemoteIpBlocks(), s.GetNotRemoteIpBlocks())
 		conds = azAppend(conds, azSrcIP, "", s.GetIpBlocks(), s.GetNotIpBlocks())
 		conds = append(conds, basePrin...)
-		pr, err := azPrincipal(conds, ns, t, action)
+		pr, err := azPrincipal(azMigrate(conds, tds), ns, t, action)
 		if err != nil {
 			return nil, err
 		}
 		p.Principals = append(p.Principals, pr)
 	}
 	if len(r.GetFrom()) == 0 {
-		pr, err := azPrincipal(basePrin, ns, t, action)
+		pr, err := azPrincipal(azMigrate(basePrin, tds), ns, t, action)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +239,7 @@ func azPrincipal(conds []azCond, ns string, t azTarget, action rbac.RBAC_Action)
 			}
 		}
 		if len(or) > 0 {
-			and = append(and, &rbac.Principal{Identifier: &rbac.Principal_OrIds{OrIds: &rbac.Principal_Set{Ids: or}}})
+			and = append(and, azPrinOr(c, or))
 		}
 		or = nil
 		for _, v := range c.notValues {
@@ -242,13 +252,23 @@ func azPrincipal(conds []azCond, ns string, t azTarget, action rbac.RBAC_Action)
 			}
 		}
 		if len(or) > 0 {
-			and = append(and, &rbac.Principal{Identifier: &rbac.Principal_NotId{NotId: &rbac.Principal{Identifier: &rbac.Principal_OrIds{OrIds: &rbac.Principal_Set{Ids: or}}}}})
+			and = append(and, &rbac.Principal{Identifier: &rbac.Principal_NotId{NotId: azPrinOr(c, or)}})
 		}
 	}
 	if len(and) == 0 {
 		and = append(and, &rbac.Principal{Identifier: &rbac.Principal_Any{Any: true}})
 	}
 	return &rbac.Principal{Identifier: &rbac.Principal_AndIds{AndIds: &rbac.Principal_Set{Ids: and}}}, nil
+}
+
+// azPrinOr is the OR of a condition's matchers. Request principals are
+// istiod's "extended" condition: one value is its matcher as is, not an OR
+// of one.
+func azPrinOr(c azCond, or []*rbac.Principal) *rbac.Principal {
+	if c.kind == azRequestPrincipal && len(or) == 1 {
+		return or[0]
+	}
+	return &rbac.Principal{Identifier: &rbac.Principal_OrIds{OrIds: &rbac.Principal_Set{Ids: or}}}
 }
 
 // errAzUTF8: protobuf strings must be UTF-8 (decoded YAML and JSON always
@@ -311,6 +331,8 @@ func azPrinMatcher(c azCond, v, ns string, t azTarget) (*rbac.Principal, error) 
 			return nil, err
 		}
 		return azAuthenticated(azString(v, "spiffe://")), nil
+	case azTrustDomain:
+		return azAuthenticated(azTrustDomainMatcher(v)), nil
 	case azServiceAccount:
 		if err := azRegexSafe(v); err != nil {
 			return nil, err
@@ -390,22 +412,37 @@ func azJWTPrincipal(c azCond, v string) (*rbac.Principal, error) {
 		}
 		return claim(names, azString(v, ""), true), nil
 	}
-	// request.auth.principal is "ISS/SUB"; the issuer may hold slashes.
+	// request.auth.principal is "ISS/SUB", split at the last slash (the
+	// issuer may hold slashes), read as istiod reads it: a leading "*"
+	// makes the issuer a suffix (or any) and the subject exact; a trailing
+	// "*" makes the subject a prefix (or any) and the issuer exact;
+	// without a slash the value is the issuer and the subject is empty.
 	any := azRegex(".+")
 	var iss, sub *matcher.StringMatcher
 	i := strings.LastIndexByte(v, '/')
+	is, su := v, ""
+	if i >= 0 {
+		is, su = v[:i], v[i+1:]
+	}
 	switch {
 	case v == "*":
 		iss, sub = any, any
-	case i < 0 && strings.HasPrefix(v, "*"):
+	case strings.HasPrefix(v, "*") && i >= 0:
+		iss, sub = azSuffix(strings.TrimPrefix(is, "*")), azExact(su)
+		if is == "*" {
+			iss = any
+		}
+	case strings.HasPrefix(v, "*"):
 		iss, sub = any, azSuffix(v[1:])
-	case i < 0 && strings.HasSuffix(v, "*"):
+	case strings.HasSuffix(v, "*") && i >= 0:
+		iss, sub = azExact(is), azPrefix(strings.TrimSuffix(su, "*"))
+		if su == "*" {
+			sub = any
+		}
+	case strings.HasSuffix(v, "*"):
 		iss, sub = azPrefix(strings.TrimSuffix(v, "*")), any
-	case i < 0:
-		iss, sub = azExact(v), any
 	default:
-		is, su := v[:i], v[i+1:]
-		iss, sub = azString(is, ""), azString(su, "")
+		iss, sub = azExact(is), azExact(su)
 	}
 	return &rbac.Principal{Identifier: &rbac.Principal_AndIds{AndIds: &rbac.Principal_Set{Ids: []*rbac.Principal{
 		claim([]string{"iss"}, iss, false), claim([]string{"sub"}, sub, false),

@@ -99,12 +99,30 @@ func TestAzPolicy(t *testing.T) {
 			target: azGRPC, action: rbac.RBAC_ALLOW,
 		},
 		{
+			// One request principal is its matcher, not an OR of one
+			// (istiod's extended condition).
 			name:   "request principal ISS/SUB on HTTP reads jwt_authn's payload",
 			rule:   `{from: [{source: {requestPrincipals: ["https://issuer.example/alice"]}}]}`,
 			target: azHTTP, action: rbac.RBAC_ALLOW,
-			want: `{"permissions":[` + any + `],"principals":[{"andIds":{"ids":[{"orIds":{"ids":[{"andIds":{"ids":[` +
+			want: `{"permissions":[` + any + `],"principals":[{"andIds":{"ids":[{"andIds":{"ids":[` +
 				`{"metadata":{"filter":"envoy.filters.http.jwt_authn","path":[{"key":"payload"},{"key":"iss"}],"value":{"stringMatch":{"exact":"https://issuer.example"}}}},` +
-				`{"metadata":{"filter":"envoy.filters.http.jwt_authn","path":[{"key":"payload"},{"key":"sub"}],"value":{"stringMatch":{"exact":"alice"}}}}]}}]}}]}}]}`,
+				`{"metadata":{"filter":"envoy.filters.http.jwt_authn","path":[{"key":"payload"},{"key":"sub"}],"value":{"stringMatch":{"exact":"alice"}}}}]}}]}}]}`,
+		},
+		{
+			// istiod's reading of each form: "*/SUB" any issuer, "*ISS/SUB"
+			// an issuer suffix, "ISS/SUB*" a subject prefix, "ISS" (no
+			// slash) an empty subject; several values are an OR.
+			name:   "request principal forms",
+			rule:   `{from: [{source: {requestPrincipals: ["*/bob", "*.example/bob", "https://i.example/b*", "https://i.example/*", "x*", "*x", "noslash"]}}]}`,
+			target: azHTTP, action: rbac.RBAC_ALLOW,
+			want: `{"permissions":[` + any + `],"principals":[{"andIds":{"ids":[{"orIds":{"ids":[` +
+				rp(`{"safeRegex":{"regex":".+"}}`, `{"exact":"bob"}`) + `,` +
+				rp(`{"suffix":".example"}`, `{"exact":"bob"}`) + `,` +
+				rp(`{"exact":"https://i.example"}`, `{"prefix":"b"}`) + `,` +
+				rp(`{"exact":"https://i.example"}`, `{"safeRegex":{"regex":".+"}}`) + `,` +
+				rp(`{"prefix":"x"}`, `{"safeRegex":{"regex":".+"}}`) + `,` +
+				rp(`{"safeRegex":{"regex":".+"}}`, `{"suffix":"x"}`) + `,` +
+				rp(`{"exact":"noslash"}`, `{"exact":""}`) + `]}}]}}]}`,
 		},
 		{
 			name:   "service accounts default to the policy's namespace",
@@ -122,7 +140,7 @@ func TestAzPolicy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := azPolicy(azRuleOf(t, tc.rule), "shop", tc.target, tc.action)
+			p, err := azPolicy(azRuleOf(t, tc.rule), "shop", nil, tc.target, tc.action)
 			if tc.want == "" {
 				if err == nil {
 					t.Fatalf("got %s, want an error", azJSON(t, p))
@@ -185,11 +203,11 @@ func TestAuthzFilters(t *testing.T) {
 	if len(groups) != 3 || groups[0].action != rbac.RBAC_LOG || groups[1].action != rbac.RBAC_DENY || groups[2].action != rbac.RBAC_ALLOW {
 		t.Fatalf("groups %v", groups)
 	}
-	allowTCP := groups[2].rules(index.NamesOf(syms, nil), azTCP, false)
+	allowTCP := groups[2].rules(index.NamesOf(syms, nil), nil, azTCP, false)
 	if len(allowTCP.Policies) != 1 || allowTCP.Policies["ns[shop]-policy[allow-nothing]-rule[0]"] != rbacNever {
 		t.Errorf("ALLOW on TCP: %v (want only allow-nothing's never-matching policy; methods-only is HTTP-only)", allowTCP.Policies)
 	}
-	allowHTTP := groups[2].rules(index.NamesOf(syms, nil), azHTTP, false)
+	allowHTTP := groups[2].rules(index.NamesOf(syms, nil), nil, azHTTP, false)
 	if len(allowHTTP.Policies) != 2 {
 		t.Errorf("ALLOW on HTTP: %d policies, want 2", len(allowHTTP.Policies))
 	}
@@ -212,4 +230,12 @@ func TestAuthzFilters(t *testing.T) {
 	if err := rbacNever.ValidateAll(); err != nil {
 		t.Error(err)
 	}
+}
+
+// rp is the JSON of a request principal's matcher: issuer and subject
+// string matchers on jwt_authn's payload.
+func rp(iss, sub string) string {
+	return `{"andIds":{"ids":[` +
+		`{"metadata":{"filter":"envoy.filters.http.jwt_authn","path":[{"key":"payload"},{"key":"iss"}],"value":{"stringMatch":` + iss + `}}},` +
+		`{"metadata":{"filter":"envoy.filters.http.jwt_authn","path":[{"key":"payload"},{"key":"sub"}],"value":{"stringMatch":` + sub + `}}}]}}`
 }

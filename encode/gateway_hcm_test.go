@@ -29,7 +29,7 @@ func TestGatewayHCMComposed(t *testing.T) {
 	})
 	keys := map[string]*GatewayListenerKey{
 		"plain":    {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443},
-		"security": {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, RequestAuthn: []*index.Config{ra}, Authz: AuthzPolicies{Deny: []*index.Config{deny}}},
+		"security": {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, RequestAuthn: JWTRules{Policies: []*index.Config{ra}}, Authz: AuthzPolicies{Deny: []*index.Config{deny}}},
 	}
 	for name, key := range keys {
 		k := gwlIn{key, index.NamesOf(syms, nil)}
@@ -101,7 +101,7 @@ func TestGatewayListenerComposed(t *testing.T) {
 		Spec: &security.RequestAuthentication{JwtRules: []*security.JWTRule{{Issuer: "https://a.example", Jwks: `{"keys":[]}`}}}}
 	keys := map[string]*GatewayListenerKey{
 		"http":          {Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: append(servers(http1), servers(http2)...)},
-		"http+security": {Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: servers(http1), RequestAuthn: []*index.Config{ra}},
+		"http+security": {Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: servers(http1), RequestAuthn: JWTRules{Policies: []*index.Config{ra}}},
 		"https":         {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, Servers: servers(https, vs)},
 		"https, IPv6":   {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, IPv6: true, Servers: servers(https, vs)[:2]},
 		"no chain":      {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, Servers: servers(https)[2:3]},

@@ -31,7 +31,7 @@ type GatewayListenerKey struct {
 	// Authz and RequestAuthn are the security policies selecting the
 	// router (its HTTP servers get their jwt_authn and RBAC filters).
 	Authz        AuthzPolicies
-	RequestAuthn []*index.Config
+	RequestAuthn JWTRules
 }
 
 // Hash feeds every field.
@@ -52,7 +52,7 @@ func (k *GatewayListenerKey) Hash() uint64 {
 		hashSvcRows(&h, s.Services)
 	}
 	k.Authz.hashInto(&h)
-	hashCfgRows(&h, k.RequestAuthn)
+	k.RequestAuthn.hashInto(&h)
 	return h.Sum()
 }
 

@@ -64,7 +64,7 @@ type inboundSecurity struct {
 
 func (k viIn) security() *inboundSecurity {
 	s := &inboundSecurity{}
-	if f := jwtFilter(k.names, k.RequestAuthn); f != nil {
+	if f := jwtFilter(&k.RequestAuthn, false); f != nil {
 		s.http = append(s.http, f)
 	}
 	s.http = append(s.http, authzHTTPFilters(k.names, &k.Authz)...)
@@ -99,7 +99,7 @@ func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
 // HTTP servers, as on a sidecar's inbound HTTP chains.
 func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
 	var out []*hcm.HttpFilter
-	if f := jwtFilter(k.names, k.RequestAuthn); f != nil {
+	if f := jwtFilter(&k.RequestAuthn, true); f != nil {
 		out = append(out, f)
 	}
 	return append(out, authzHTTPFilters(k.names, &k.Authz)...)

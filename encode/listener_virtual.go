@@ -121,8 +121,8 @@ type VirtualInboundKey struct {
 	// Authz are the AuthorizationPolicies selecting the workload.
 	Authz AuthzPolicies
 	// RequestAuthn are the RequestAuthentications selecting the workload,
-	// root namespace first.
-	RequestAuthn []*index.Config
+	// root namespace first, and their rules' keys.
+	RequestAuthn JWTRules
 	// Sidecar is the Sidecar row selecting the workload when it has ingress
 	// listeners, which then replace Instances (inbound_sidecar.go);
 	// SidecarMTLS the PeerAuthentication modes of its ports, and ProxyIPs
@@ -156,7 +156,7 @@ func (k *VirtualInboundKey) Hash() uint64 {
 		h.U32(uint32(pp.MTLS))
 	}
 	k.Authz.hashInto(&h)
-	hashCfgRows(&h, k.RequestAuthn)
+	k.RequestAuthn.hashInto(&h)
 	hashSidecarInbound(&h, k)
 	return h.Sum()
 }

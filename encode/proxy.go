@@ -112,6 +112,14 @@ type Mesh struct {
 	// CLUSTER_ID, "Kubernetes"): it goes into endpoint and cluster metadata
 	// ("istio.workload"), whatever cluster a proxy says it is in.
 	ClusterID string
+	// TrustDomainAliases are the trust domains (meshConfig
+	// trustDomainAliases) whose identities count as the mesh's own: an
+	// AuthorizationPolicy principal of TrustDomain or of an alias matches
+	// each of them (istiod's trust domain bundle).
+	TrustDomainAliases []string
+	// JWKSFetchMode is PILOT_JWT_ENABLE_REMOTE_JWKS: who fetches a
+	// RequestAuthentication rule's jwksUri.
+	JWKSFetchMode JWKSFetchMode
 
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
@@ -145,7 +153,49 @@ func (m *Mesh) Clone() *Mesh {
 		EnableAutoMTLS:           m.EnableAutoMTLS,
 		ProtocolDetectionTimeout: m.ProtocolDetectionTimeout,
 		ClusterID:                m.ClusterID,
+		TrustDomainAliases:       append([]string(nil), m.TrustDomainAliases...),
+		JWKSFetchMode:            m.JWKSFetchMode,
 	}
+}
+
+// JWKSFetchMode says who fetches a jwksUri (istiod's
+// PILOT_JWT_ENABLE_REMOTE_JWKS values).
+type JWKSFetchMode uint8
+
+const (
+	// JWKSFetchIstiod: the control plane fetches it and inlines the keys
+	// ("istiod", "false", the default).
+	JWKSFetchIstiod JWKSFetchMode = iota
+	// JWKSFetchHybrid: Envoy fetches it when its host is a mesh service,
+	// else the control plane ("hybrid", "true").
+	JWKSFetchHybrid
+	// JWKSFetchEnvoy: Envoy fetches it, through the cluster of its host
+	// ("envoy").
+	JWKSFetchEnvoy
+)
+
+// ParseJWKSFetchMode reads istiod's values; anything else is istiod's
+// default, as istiod reads it, and ok is false.
+func ParseJWKSFetchMode(s string) (m JWKSFetchMode, ok bool) {
+	switch s {
+	case "istiod", "false", "":
+		return JWKSFetchIstiod, true
+	case "hybrid", "true":
+		return JWKSFetchHybrid, true
+	case "envoy":
+		return JWKSFetchEnvoy, true
+	}
+	return JWKSFetchIstiod, false
+}
+
+func (m JWKSFetchMode) String() string {
+	switch m {
+	case JWKSFetchHybrid:
+		return "hybrid"
+	case JWKSFetchEnvoy:
+		return "envoy"
+	}
+	return "istiod"
 }
 
 func (m *Mesh) hashInto(h *Hasher) {
@@ -168,6 +218,11 @@ func (m *Mesh) fieldsHash() uint64 {
 	h.Bool(m.EnableAutoMTLS)
 	h.U64(uint64(m.ProtocolDetectionTimeout))
 	h.Str(m.ClusterID)
+	h.Int(len(m.TrustDomainAliases))
+	for _, a := range m.TrustDomainAliases {
+		h.Str(a)
+	}
+	h.U32(uint32(m.JWKSFetchMode))
 	if v := h.Sum(); v != 0 {
 		return v
 	}

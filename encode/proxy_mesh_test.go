@@ -11,7 +11,8 @@ import (
 // use hashes as its new fields, not as the mesh it came from.
 func TestMeshClone(t *testing.T) {
 	m := &Mesh{DomainSuffix: "a", TrustDomain: "b", RootNamespace: "c", ConnectTimeout: time.Second, OutboundAllowAny: true,
-		EnableAutoMTLS: true, ProtocolDetectionTimeout: time.Minute, ClusterID: "d"}
+		EnableAutoMTLS: true, ProtocolDetectionTimeout: time.Minute, ClusterID: "d",
+		TrustDomainAliases: []string{"old.example"}, JWKSFetchMode: JWKSFetchEnvoy}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {

@@ -88,11 +88,13 @@ spec: {clusterIP: 10.96.0.9, ports: [{name: http, port: 80}]}`)
 		return out
 	}
 	otherBefore := listeners(other)
+	keys := ingest.NewJWKSInput(sw.w, ingest.JWKSInputOptions{FetchURIs: true})
 
 	for _, step := range []struct {
 		what     string
 		manifest string
 		delete   *ingest.ObjectKey
+		keys     []ingest.JWKSKeySet // key sets fetched (jwks_input.go)
 		want     []string
 	}{
 		{"AuthorizationPolicy in a selecting app=one (a new selector key)", `
@@ -102,20 +104,20 @@ metadata: {name: deny-one, namespace: a}
 spec:
   selector: {matchLabels: {app: one}}
   action: DENY
-  rules: [{to: [{operation: {paths: [/admin]}}]}]`, nil, []string{"a/one"}},
+  rules: [{to: [{operation: {paths: [/admin]}}]}]`, nil, nil, []string{"a/one"}},
 		{"AuthorizationPolicy in a selecting no proxy", `
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
 metadata: {name: nobody, namespace: a}
 spec:
   selector: {matchLabels: {app: nobody}}
-  rules: [{from: [{source: {namespaces: [a]}}]}]`, nil, nil},
+  rules: [{from: [{source: {namespaces: [a]}}]}]`, nil, nil, nil},
 		{"namespace-wide AuthorizationPolicy in b", `
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
 metadata: {name: allow-a, namespace: b}
 spec:
-  rules: [{from: [{source: {namespaces: [a]}}]}]`, nil, []string{"b"}},
+  rules: [{from: [{source: {namespaces: [a]}}]}]`, nil, nil, []string{"b"}},
 		{"AuthorizationPolicy in a moved from app=one to app=other", `
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
@@ -123,43 +125,53 @@ metadata: {name: deny-one, namespace: a}
 spec:
   selector: {matchLabels: {app: other}}
   action: DENY
-  rules: [{to: [{operation: {paths: [/admin]}}]}]`, nil, []string{"a/one", "a/other"}},
+  rules: [{to: [{operation: {paths: [/admin]}}]}]`, nil, nil, []string{"a/one", "a/other"}},
 		{"RequestAuthentication in a selecting app=other", `
 apiVersion: security.istio.io/v1
 kind: RequestAuthentication
 metadata: {name: jwt, namespace: a}
 spec:
   selector: {matchLabels: {app: other}}
-  jwtRules: [{issuer: https://issuer.example, jwksUri: https://issuer.example/jwks}]`, nil, []string{"a/other"}},
+  jwtRules: [{issuer: https://issuer.example, jwksUri: https://issuer.example/jwks}]`, nil, nil, []string{"a/other"}},
+		// A key set fetched reaches the proxies whose RequestAuthentication
+		// names it; one no rule names reaches nobody.
+		{"key set of a's RequestAuthentication fetched", "", nil,
+			[]ingest.JWKSKeySet{{Issuer: "https://issuer.example", URI: "https://issuer.example/jwks", JWKS: `{"keys":[]}`}}, []string{"a/other"}},
+		{"key set of no rule fetched", "", nil, []ingest.JWKSKeySet{
+			{Issuer: "https://issuer.example", URI: "https://issuer.example/jwks", JWKS: `{"keys":[]}`},
+			{Issuer: "https://elsewhere.example", JWKS: `{"keys":[]}`}}, nil},
 		{"PeerAuthentication selecting app=one in a", `
 apiVersion: security.istio.io/v1
 kind: PeerAuthentication
 metadata: {name: strict-one, namespace: a}
 spec:
   selector: {matchLabels: {app: one}}
-  mtls: {mode: STRICT}`, nil, []string{"a/one"}},
+  mtls: {mode: STRICT}`, nil, nil, []string{"a/one"}},
 		// Clients of c's services (b sees them, a's Sidecar does not)
 		// change their mTLS settings too.
 		{"namespace-wide PeerAuthentication in c", `
 apiVersion: security.istio.io/v1
 kind: PeerAuthentication
 metadata: {name: default, namespace: c}
-spec: {mtls: {mode: DISABLE}}`, nil, []string{"b", "c"}},
+spec: {mtls: {mode: DISABLE}}`, nil, nil, []string{"b", "c"}},
 		{"AuthorizationPolicy in a deleted", "",
-			&ingest.ObjectKey{Kind: ingest.KindAuthorizationPolicy, Namespace: "a", Name: "deny-one"}, []string{"a/other"}},
+			&ingest.ObjectKey{Kind: ingest.KindAuthorizationPolicy, Namespace: "a", Name: "deny-one"}, nil, []string{"a/other"}},
 		{"root-namespace AuthorizationPolicy", `
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
 metadata: {name: mesh, namespace: istio-system}
 spec:
   action: DENY
-  rules: [{to: [{operation: {paths: [/debug]}}]}]`, nil, []string{"a/one", "a/other", "b", "c"}},
+  rules: [{to: [{operation: {paths: [/debug]}}]}]`, nil, nil, []string{"a/one", "a/other", "b", "c"}},
 	} {
-		if step.delete != nil {
+		switch {
+		case step.keys != nil:
+			keys.Apply(step.keys)
+		case step.delete != nil:
 			var b index.Batch
 			sw.conv.Delete(&b, *step.delete)
 			sw.w.Apply(&b)
-		} else {
+		default:
 			sw.apply(step.manifest)
 		}
 		if got := drain(); !slices.Equal(got, step.want) {

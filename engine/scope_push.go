@@ -36,7 +36,7 @@ func (s *scopedChanges) add(cs *index.ChangeSet, hadFull bool) *scopedChanges {
 		switch index.ConfigKind(kind) {
 		case index.ConfigVirtualService, index.ConfigDestinationRule, index.ConfigServiceEntry,
 			index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication,
-			index.ConfigSidecar:
+			index.ConfigSidecar, index.ConfigJWKS:
 		default:
 			if len(keys) > 0 {
 				return nil
@@ -75,6 +75,12 @@ func (s *scopedChanges) affects(prev, cur *rules.Scope, rootNS string) bool {
 		for c := range s.configs {
 			if c.kind == index.ConfigSidecar {
 				if sc.HoldsSidecar(c.key) { // rules/sidecar.go
+					return true
+				}
+				continue
+			}
+			if c.kind == index.ConfigJWKS { // a fetched key set: rules/authn_jwks.go
+				if sc.HoldsJWKS(c.key, rootNS) {
 					return true
 				}
 				continue

@@ -45,6 +45,20 @@ type MeshSettings struct {
 	// outboundTrafficPolicy overrides it for the proxies it selects, as in
 	// istiod. (The mesh ConfigMap, once read, sets it here too.)
 	OutboundTrafficPolicy string
+	// TrustDomainAliases are trust domains whose identities count as the
+	// mesh's own (meshConfig trustDomainAliases).
+	TrustDomainAliases []string
+	// JWKSFetchMode is PILOT_JWT_ENABLE_REMOTE_JWKS: istiod (or false,
+	// empty), hybrid (or true), envoy; CheckJWKSFetchMode tells a bad one.
+	JWKSFetchMode string
+}
+
+// CheckJWKSFetchMode reports whether s is one of istiod's
+// PILOT_JWT_ENABLE_REMOTE_JWKS values (istiod takes any other as its
+// default; pilotfish refuses it).
+func CheckJWKSFetchMode(s string) bool {
+	_, ok := encode.ParseJWKSFetchMode(s)
+	return ok
 }
 
 // ErrBadMeshSetting: a mesh setting has a value pilotfish does not know.
@@ -72,5 +86,7 @@ func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 	if s.TrustDomain != "" {
 		m.TrustDomain = s.TrustDomain
 	}
+	m.TrustDomainAliases = append([]string(nil), s.TrustDomainAliases...)
+	m.JWKSFetchMode, _ = encode.ParseJWKSFetchMode(s.JWKSFetchMode)
 	return m, nil
 }

@@ -17,15 +17,27 @@ const (
 	// (credentialName): its Spec is a map[string][]byte of the credential
 	// keys only (ingest drops every other key before the index sees it).
 	ConfigSecret
+	// ConfigJWKS is a JSON Web Key Set the control plane fetched for
+	// RequestAuthentication rules (package jwks; ingest writes it). Its Key
+	// is the source, not a namespaced name: Namespace is the issuer's
+	// symbol, Name the jwksUri's (0 for a key set found through the
+	// issuer's OpenID discovery); its Spec is a JWKS.
+	ConfigJWKS
 	numConfigKinds
 )
+
+// JWKS is the Spec of a ConfigJWKS row: a key set as its server sent it.
+type JWKS struct {
+	Issuer, URI string
+	Keys        string
+}
 
 // NumConfigKinds is the number of config kinds.
 const NumConfigKinds = int(numConfigKinds)
 
 var configKindNames = [...]string{
 	"VirtualService", "DestinationRule", "Gateway", "Sidecar", "ServiceEntry",
-	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication", "Secret",
+	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication", "Secret", "JWKS",
 }
 
 func (k ConfigKind) String() string {

@@ -2,12 +2,10 @@ package ingest
 
 import (
 	"net/netip"
-	"strconv"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
-	typev1beta1 "istio.io/api/type/v1beta1"
 )
 
 // config puts the config row every Istio object gets (it backs configz and
@@ -55,13 +53,8 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 	case *networking.ServiceEntry:
 		hosts = s.Hosts
 		row.ExportTo = c.exportTo(s.ExportTo)
-	case *security.AuthorizationPolicy:
-		selector, hasSelector = workloadSelector(s.Selector)
-		row.DryRun, _ = strconv.ParseBool(o.Meta.Annotations[annotationDryRun]) // validation reports a bad value
-	case *security.PeerAuthentication:
-		selector, hasSelector = workloadSelector(s.Selector)
-	case *security.RequestAuthentication:
-		selector, hasSelector = workloadSelector(s.Selector)
+	case *security.AuthorizationPolicy, *security.PeerAuthentication, *security.RequestAuthentication:
+		selector, hasSelector = securityRow(&row, o) // convert_security.go
 	}
 	if len(hosts) > 0 {
 		if cap(dst) < len(hosts) {
@@ -81,13 +74,6 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 	}
 	b.PutConfig(row)
 	return configRef(kind, row.Key)
-}
-
-func workloadSelector(s *typev1beta1.WorkloadSelector) (map[string]string, bool) {
-	if s == nil {
-		return nil, false
-	}
-	return s.MatchLabels, true
 }
 
 // workloadEntry puts the config row and a workload row.

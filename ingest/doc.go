@@ -17,6 +17,11 @@
 // `pilotfish validate` applies, converts them into index rows and applies
 // them to the index as one batch per change.
 //
+// JWKSInput (jwks_input.go) connects the fetcher of RequestAuthentication
+// key sets (package jwks, an outside input wired by cmd) to the index: it
+// tells the fetcher the sources the index's rules name and writes the key
+// sets fetched as ConfigJWKS rows.
+//
 // The admission webhook (webhook.go) answers the API server's
 // AdmissionReviews for the Istio kinds with those same checks, Decode then
 // Validate, so that what `pilotfish validate` rejects never gets stored; it

@@ -17,7 +17,7 @@ type workloadSecurity struct {
 	mtls  encode.ServiceMTLS            // workload-wide mode
 	ports map[uint32]encode.ServiceMTLS // portLevelMtls by workload port
 	authz encode.AuthzPolicies
-	ra    []*index.Config
+	ra    encode.JWTRules // authn_jwks.go
 }
 
 // portMTLS is the mode on a workload port.
@@ -50,7 +50,12 @@ func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {
 	w := &workloadSecurity{mtls: encode.ServiceMTLSPermissive}
 	w.peerAuthentication(snap, root, sc.Namespace, labels)
 	w.authorization(snap, root, sc.Namespace, labels)
-	w.ra = selectPolicies(snap, index.ConfigRequestAuthentication, root, sc.Namespace, labels, nil)
+	if !w.authz.Empty() {
+		// Principals of the mesh's trust domain (or cluster.local) match
+		// each of its aliases too (istiod's trust domain bundle).
+		w.authz.TrustDomains = append([]string{mesh.TrustDomain}, mesh.TrustDomainAliases...)
+	}
+	w.ra = jwtRules(snap, mesh.JWKSFetchMode, selectPolicies(snap, index.ConfigRequestAuthentication, root, sc.Namespace, labels))
 	return w
 }
 
@@ -108,18 +113,14 @@ func (w *workloadSecurity) peerAuthentication(snap *index.Snapshot, root, ns ind
 
 // authorization groups the AuthorizationPolicies that apply to the
 // workload by action (istiod's ListAuthorizationPolicies): those of the
-// root namespace, then the workload namespace's, without a selector or
-// with one matching the workload's labels. Policies with targetRefs attach
-// to gateways and waypoints, not to sidecars, and are left out.
+// root namespace, then the workload namespace's, that attach to it
+// (attaches, authn_target.go: by selector, or by targetRef on a Gateway
+// API gateway).
 func (w *workloadSecurity) authorization(snap *index.Snapshot, root, ns index.Sym, labels map[string]string) {
 	if snap.NumConfigs(index.ConfigAuthorizationPolicy) == 0 {
 		return
 	}
-	skipTargeted := func(c *index.Config) bool {
-		ap, ok := c.Spec.(*security.AuthorizationPolicy)
-		return !ok || ap.GetTargetRef() != nil || len(ap.GetTargetRefs()) > 0
-	}
-	for _, c := range selectPolicies(snap, index.ConfigAuthorizationPolicy, root, ns, labels, skipTargeted) {
+	for _, c := range selectPolicies(snap, index.ConfigAuthorizationPolicy, root, ns, labels) {
 		ap := c.Spec.(*security.AuthorizationPolicy)
 		switch ap.GetAction() {
 		case security.AuthorizationPolicy_ALLOW:
@@ -138,23 +139,20 @@ func (w *workloadSecurity) authorization(snap *index.Snapshot, root, ns index.Sy
 	}
 }
 
-// selectPolicies lists the configs of kind in the root namespace, then in
-// ns, that have no selector or select labels, in sortedConfigs order
-// within each namespace; skip drops others.
-func selectPolicies(snap *index.Snapshot, kind index.ConfigKind, root, ns index.Sym, labels map[string]string, skip func(*index.Config) bool) []*index.Config {
+// selectPolicies lists the AuthorizationPolicies or
+// RequestAuthentications (kind) of the root namespace, then of ns, that
+// attach to a workload of ns with labels, in sortedConfigs order within
+// each namespace.
+func selectPolicies(snap *index.Snapshot, kind index.ConfigKind, root, ns index.Sym, labels map[string]string) []*index.Config {
 	if snap.NumConfigs(kind) == 0 {
 		return nil
 	}
 	var out []*index.Config
 	add := func(space index.Sym) {
 		for _, c := range sortedConfigs(snap, kind, space) {
-			if c.HasSelector && !selects(snap, c, labels) {
-				continue
+			if attaches(snap, c, ns, labels) {
+				out = append(out, c)
 			}
-			if skip != nil && skip(c) {
-				continue
-			}
-			out = append(out, c)
 		}
 	}
 	if root != 0 {

@@ -8,6 +8,11 @@ import (
 // clients use mTLS), so it is always part of a class's labels.
 const tlsModeLabel = "security.istio.io/tlsMode"
 
+// gatewayNameLabel names the Gateway API Gateway a proxy is deployed for
+// (istiod's workloadGatewayName): policies attach to it by targetRef
+// (authn_target.go), so it is always part of a class's labels.
+const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
+
 // securityLabels is the part of a proxy's labels its class keeps (the
 // ProxyClass.Labels field): the labels whose keys a workload selector of a
 // PeerAuthentication, AuthorizationPolicy or RequestAuthentication in the
@@ -59,7 +64,7 @@ func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
 	keys = addSourceLabelKeys(snap, space, keys) // virtualservice_source.go
 	kept := map[string]string{}
 	for k, v := range labels {
-		if keys[k] || k == tlsModeLabel {
+		if keys[k] || k == tlsModeLabel || k == gatewayNameLabel {
 			kept[k] = v
 		}
 	}

@@ -198,7 +198,7 @@ func TestWorkloadSecurity(t *testing.T) {
 				{"ALLOW", names(w.authz.Allow), tc.allow},
 				{"DENY", names(w.authz.Deny), tc.deny},
 				{"root DENY", names(w.authz.RootDeny), tc.rootDeny},
-				{"RequestAuthentication", names(w.ra), tc.ra},
+				{"RequestAuthentication", names(w.ra.Policies), tc.ra},
 			} {
 				if !slices.Equal(c.got, c.want) {
 					t.Errorf("%s policies %v, want %v", c.what, c.got, c.want)

@@ -11,7 +11,8 @@
 // delegation; destrule.go and destrule_pool.go: istiod's DestinationRule
 // pools, merging and workloadSelector; authn.go: PeerAuthentication
 // modes, AuthorizationPolicy and RequestAuthentication, by namespace and
-// labels; docs/security.md), and the key builders (build_*.go) that fill
+// labels, and where each JWT rule's keys come from, authn_jwks.go;
+// docs/security.md), and the key builders (build_*.go) that fill
 // encode's keys from a Scope.
 //
 // # Builders

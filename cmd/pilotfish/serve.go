@@ -34,13 +34,17 @@ type serveOptions struct {
 	pushThrottle      int
 	resync            time.Duration
 	shutdownGrace     time.Duration
-	ca                caOptions      // ca.go
-	limits            limitOptions   // serve_limits.go
-	webhook           webhookOptions // webhook.go
-	inject            injectOptions  // inject.go
-	kube              kubeOptions    // serve_kube.go
-	leader            leaderOptions  // leader.go
-	logOut            io.Writer      // where logs go; nil is stderr (tests capture them)
+	// trustDomainAliases: meshConfig trustDomainAliases until the mesh
+	// ConfigMap is read (then it is the flag's default).
+	trustDomainAliases []string
+	ca                 caOptions      // ca.go
+	limits             limitOptions   // serve_limits.go
+	webhook            webhookOptions // webhook.go
+	inject             injectOptions  // inject.go
+	kube               kubeOptions    // serve_kube.go
+	leader             leaderOptions  // leader.go
+	jwks               jwksOptions    // serve_jwks.go
+	logOut             io.Writer      // where logs go; nil is stderr (tests capture them)
 }
 
 func newServeCommand() *cobra.Command {
@@ -89,12 +93,15 @@ flag on the command line wins).`,
 	f.IntVar(&o.pushThrottle, "push-throttle", envInt("PILOT_PUSH_THROTTLE", 100), "how many proxies are pushed to concurrently (PILOT_PUSH_THROTTLE)")
 	f.DurationVar(&o.resync, "resync", 30*time.Second, "re-check every config file this often in case a watch event was lost (0 disables)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, let streams finish for up to this long")
+	f.StringSliceVar(&o.trustDomainAliases, "trust-domain-aliases", envList("PILOTFISH_TRUST_DOMAIN_ALIASES", nil),
+		"comma-separated trust domains whose identities count as the mesh's own (meshConfig trustDomainAliases): AuthorizationPolicy principals match them too (PILOTFISH_TRUST_DOMAIN_ALIASES)")
 	addCAFlags(f, &o.ca)
 	addLimitFlags(f, &o.limits)
 	addWebhookFlags(f, &o.webhook)
 	addInjectFlags(f, &o.inject)
 	addKubeFlags(f, &o.kube)
 	addLeaderFlags(f, &o.leader)
+	addJWKSFlags(f, &o.jwks)
 	return cmd
 }
 
@@ -118,6 +125,8 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		ClusterID: o.kube.clusterID,
 		// The CA's identities and xDS SAN checks agree (ca.go).
 		TrustDomain:           o.ca.trustDomain,
+		TrustDomainAliases:    o.trustDomainAliases,
+		JWKSFetchMode:         o.jwks.mode,
 		OutboundTrafficPolicy: o.outboundPolicy,
 	}.Mesh()
 	if err != nil {
@@ -129,6 +138,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return err
 	}
 	metrics := newMetrics(source.index)
+	metrics.registry.MustRegister(source.jwks.fetches)
 	eng := engine.New(source.index, engine.Options{
 		DebounceAfter:      o.debounceAfter,
 		DebounceMax:        o.debounceMax,

@@ -80,6 +80,7 @@ type configSources struct {
 	index engine.Index
 	file  *ingest.FileSource
 	kube  *ingest.KubeSource
+	jwks  *jwksWiring // serve_jwks.go
 }
 
 // newSources builds the sources the flags ask for; at least one is
@@ -88,6 +89,10 @@ func newSources(o *serveOptions, log *slog.Logger) (*configSources, error) {
 	w := ingest.NewIndexWriter()
 	s := &configSources{index: w}
 	cfg, err := o.kube.restConfig(o.configDir)
+	if err != nil {
+		return nil, err
+	}
+	s.jwks, err = newJWKS(o.jwks, func(opts ingest.JWKSInputOptions) *ingest.JWKSInput { return ingest.NewJWKSInput(w, opts) }, log)
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +134,13 @@ func newSources(o *serveOptions, log *slog.Logger) (*configSources, error) {
 	return s, nil
 }
 
-// Synced reports whether every source has applied its initial state.
+// Synced reports whether every source has applied its initial state, and
+// the key sets its RequestAuthentications name have been fetched once (or
+// failed to be, each within its timeout), as istiod's first push waits
+// for them.
 func (s *configSources) Synced() bool {
-	return (s.file == nil || s.file.Synced()) && (s.kube == nil || s.kube.Synced())
+	return (s.file == nil || s.file.Synced()) && (s.kube == nil || s.kube.Synced()) &&
+		(s.jwks == nil || s.jwks.settled())
 }
 
 // Errors lists the current problems of every source.
@@ -155,6 +164,9 @@ func (s *configSources) Run(ctx context.Context) error {
 	}
 	if s.kube != nil {
 		runs = append(runs, s.kube.Run)
+	}
+	if s.jwks != nil {
+		runs = append(runs, s.jwks.run)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -25,6 +25,7 @@ var encodeRowTypes = []string{
 	"Endpoint", "EndpointPort", "EndpointGroup", "EndpointShard", "Health", "TLSMode",
 	"Workload", "WorkloadKey", "WorkloadKind", "Namespace",
 	"Sym", "Label", "LabelSetID",
+	"JWKS", // a ConfigJWKS row's Spec
 }
 
 // encodeReadOnlyView names index's read-only view, once it exists (issue

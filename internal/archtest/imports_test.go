@@ -28,6 +28,7 @@ var forbidden = map[string]map[string]string{
 		"bench":   "only cmd imports bench",
 	},
 	"encode": {
+		"jwks":    "generators never fetch: a key set reaches them as an index row in their key",
 		"debug":   "debug views are wired by cmd; generators know nothing of them",
 		"ingest":  "generators see rows, never sources",
 		"engine":  "generators are pure functions of their keys; engine calls them, not the reverse",
@@ -38,6 +39,7 @@ var forbidden = map[string]map[string]string{
 		"bench":   "only cmd imports bench",
 	},
 	"engine": {
+		"jwks":    "a refreshed key set reaches engine as an index change, like any input",
 		"debug":   "debug reads engine through the views engine exports, not the reverse",
 		"ingest":  "engine reads the index; only ingest writes it",
 		"serve":   "serve drives engine, not the reverse",
@@ -46,6 +48,7 @@ var forbidden = map[string]map[string]string{
 		"bench":   "only cmd imports bench",
 	},
 	"rules": {
+		"jwks":    "rules reads key sets from the index, never from the fetcher",
 		"engine":  "rules says what a class sees; engine schedules pushes and calls rules, not the reverse",
 		"debug":   "debug reads engine's views; rules knows nothing of them",
 		"ingest":  "rules reads the index; only ingest writes it",
@@ -96,6 +99,8 @@ var alone = map[string]string{
 		"no index, no xDS; cmd wires it to the webhook server",
 	"loadgen": "loadgen measures pilotfish as a black box, as it would istiod: it uses protocol types " +
 		"only, never engine, encode, serve or index",
+	"jwks": "jwks is an outside input (key servers), like a Kubernetes watch: cmd wires its results to ingest, " +
+		"which writes them to the index",
 }
 
 // forbiddenOutside lists, for a top-level package, module path prefixes
@@ -328,6 +333,10 @@ func TestViolations(t *testing.T) {
 		{"encode", module + "/debug", false, true},
 		{"ca", module + "/debug", false, true},
 		{"loadgen", module + "/debug", false, true},
+		{"jwks", module + "/index", false, true},
+		{"jwks", module + "/ingest", true, true},
+		{"encode", module + "/jwks", false, true},
+		{"cmd", module + "/jwks", false, false},
 	} {
 		if got := len(violations(tc.from, tc.path, tc.test)) > 0; got != tc.bad {
 			t.Errorf("violations(%q, %q, test=%v) = %v, want bad=%v", tc.from, tc.path, tc.test,
