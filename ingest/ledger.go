@@ -171,8 +171,8 @@ type ledgerRow struct {
 func ledgerRows(k Kind) []ledgerRow {
 	var rows []ledgerRow
 	seen := map[protoreflect.FullName]string{}
-	var walk func(md protoreflect.MessageDescriptor, path string, stack []protoreflect.FullName)
-	walk = func(md protoreflect.MessageDescriptor, path string, stack []protoreflect.FullName) {
+	var walk func(md protoreflect.MessageDescriptor, path string)
+	walk = func(md protoreflect.MessageDescriptor, path string) {
 		seen[md.FullName()] = path
 		fields := md.Fields()
 		for i := 0; i < fields.Len(); i++ {
@@ -192,12 +192,11 @@ func ledgerRows(k Kind) []ledgerRow {
 			}
 			rows = append(rows, row)
 			if sub != nil && ok && e.Support != NotSupported {
-				walk(sub, p, append(stack, sub.FullName()))
+				walk(sub, p)
 			}
 		}
 	}
-	md := specDescriptor(k)
-	walk(md, "spec", []protoreflect.FullName{md.FullName()})
+	walk(specDescriptor(k), "spec")
 	return rows
 }
 
@@ -230,47 +229,52 @@ func reachableFields() map[protoreflect.FullName]map[Kind]bool {
 	return out
 }
 
-// kindLedger is what Unsupported needs of one kind, computed once: the
-// unsupported fields reachable from its spec, and the messages with one
-// somewhere below them (the only ones worth descending into).
+// kindLedger is what Unsupported needs of one kind, computed once: for
+// each message reachable from its spec with an unsupported field somewhere
+// below it, the fields worth looking at (unsupported ones, and those
+// leading to one). A message without any is absent: the walk skips it
+// without looking at its fields.
 type kindLedger struct {
-	unsupported map[protoreflect.FieldDescriptor]*LedgerEntry
-	// hasUnsupported: message → some field in its subtree is unsupported.
-	hasUnsupported map[protoreflect.MessageDescriptor]bool
+	messages map[protoreflect.MessageDescriptor][]ledgerField
+}
+
+// ledgerField is a field the walk looks at: unsupported (entry), or one
+// to descend into (entry nil).
+type ledgerField struct {
+	fd    protoreflect.FieldDescriptor
+	entry *LedgerEntry
 }
 
 var compiledLedger = sync.OnceValue(func() *[numKinds]*kindLedger {
 	var out [numKinds]*kindLedger
 	for _, k := range ledgerKinds() {
-		kl := &kindLedger{
-			unsupported:    map[protoreflect.FieldDescriptor]*LedgerEntry{},
-			hasUnsupported: map[protoreflect.MessageDescriptor]bool{},
-		}
-		visiting := map[protoreflect.MessageDescriptor]bool{}
+		kl := &kindLedger{messages: map[protoreflect.MessageDescriptor][]ledgerField{}}
+		done := map[protoreflect.MessageDescriptor]bool{}
 		var walk func(md protoreflect.MessageDescriptor) bool
 		walk = func(md protoreflect.MessageDescriptor) bool {
-			if has, done := kl.hasUnsupported[md]; done || visiting[md] {
-				return has
+			if done[md] {
+				return len(kl.messages[md]) > 0
 			}
-			visiting[md] = true
-			has := false
-			fields := md.Fields()
-			for i := 0; i < fields.Len(); i++ {
-				fd := fields.Get(i)
+			done[md] = true // a recursive message stops here
+			var fields []ledgerField
+			all := md.Fields()
+			for i := 0; i < all.Len(); i++ {
+				fd := all.Get(i)
 				e, ok := LedgerLookup(k, fd)
 				if ok && e.Support == NotSupported {
-					kl.unsupported[fd] = &e
-					has = true
+					fields = append(fields, ledgerField{fd: fd, entry: &e})
 					continue
 				}
 				// An unclassified field is left alone here (the CI test
 				// fails on it); what is below it is still checked.
 				if sub := fieldMessage(fd); sub != nil && walk(sub) {
-					has = true
+					fields = append(fields, ledgerField{fd: fd})
 				}
 			}
-			kl.hasUnsupported[md] = has
-			return has
+			if len(fields) > 0 {
+				kl.messages[md] = fields
+			}
+			return len(fields) > 0
 		}
 		walk(specDescriptor(k))
 		out[k] = kl

@@ -71,24 +71,16 @@ func (w *ledgerWalker) message(m protoreflect.Message) {
 	if w.depth >= maxLedgerDepth {
 		return
 	}
-	fields := m.Descriptor().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		e, unsup := w.kl.unsupported[fd]
-		if !unsup {
-			sub := fieldMessage(fd)
-			if sub == nil || !w.kl.hasUnsupported[sub] || !m.Has(fd) {
-				continue
-			}
-		} else if !m.Has(fd) {
+	for _, f := range w.kl.messages[m.Descriptor()] {
+		if !m.Has(f.fd) {
 			continue
 		}
-		w.steps[w.depth] = ledgerStep{fd: fd, index: -1}
+		w.steps[w.depth] = ledgerStep{fd: f.fd, index: -1}
 		w.depth++
-		if unsup {
-			w.report(e)
+		if f.entry != nil {
+			w.report(f.entry)
 		} else {
-			w.descend(fd, m.Get(fd))
+			w.descend(f.fd, m.Get(f.fd))
 		}
 		w.depth--
 	}
