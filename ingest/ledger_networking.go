@@ -128,10 +128,10 @@ var networkingLedger = ledgerTable{
 	"istio.networking.v1alpha3.TLSRoute.route":                         honoured("encode.TestOutboundListenerVirtualServiceRoutes"),
 	"istio.networking.v1alpha3.TLSMatchAttributes.sni_hosts":           honoured("encode.TestOutboundListenerVirtualServiceRoutes"),
 	"istio.networking.v1alpha3.TLSMatchAttributes.destination_subnets": honoured("encode.TestOutboundListenerVirtualServiceRoutes"),
-	"istio.networking.v1alpha3.TLSMatchAttributes.port":                honoured("encode.TestGatewayListenerComposed"),
+	"istio.networking.v1alpha3.TLSMatchAttributes.port":                honoured("engine.TestScenarios/ledger-tcp-routes"),
 	"istio.networking.v1alpha3.TLSMatchAttributes.source_labels": unsupportedDoes(whySourceLabels,
 		"a match that sets it never applies"),
-	"istio.networking.v1alpha3.TLSMatchAttributes.gateways":         honoured("encode.TestGatewayListenerComposed"),
+	"istio.networking.v1alpha3.TLSMatchAttributes.gateways":         honoured("engine.TestScenarios/ledger-tcp-routes"),
 	"istio.networking.v1alpha3.TLSMatchAttributes.source_namespace": honoured("engine.TestScenarios/ledger-tcp-routes"),
 	"istio.networking.v1alpha3.TCPRoute.match":                      honoured("encode.TestOutboundListenerVirtualServiceRoutes"),
 	"istio.networking.v1alpha3.TCPRoute.route":                      honoured("encode.TestOutboundListenerVirtualServiceRoutes"),
@@ -142,7 +142,7 @@ var networkingLedger = ledgerTable{
 		"matching on the client's subnet is not implemented"),
 	"istio.networking.v1alpha3.L4MatchAttributes.source_labels": unsupportedDoes(whySourceLabels,
 		"a match that sets it never applies"),
-	"istio.networking.v1alpha3.L4MatchAttributes.gateways":         honoured("encode.TestGatewayListenerComposed"),
+	"istio.networking.v1alpha3.L4MatchAttributes.gateways":         honoured("engine.TestScenarios/ledger-tcp-routes"),
 	"istio.networking.v1alpha3.L4MatchAttributes.source_namespace": honoured("engine.TestScenarios/ledger-tcp-routes"),
 
 	// DestinationRule
@@ -303,8 +303,8 @@ var networkingLedger = ledgerTable{
 	"istio.networking.v1alpha3.Server.tls":   honoured("encode.TestGatewayListenerComposed"),
 	"istio.networking.v1alpha3.Server.default_endpoint": unsupported(
 		"a gateway forwards by its routes; " + whyIstiodIgnore),
-	"istio.networking.v1alpha3.Server.name": honouredNote("rules.TestGatewayTCPServerRBAC",
-		"the stat prefix of a TCP server's proxy"),
+	"istio.networking.v1alpha3.Server.name": honouredNote("engine.TestScenarios/ledger-gateway",
+		"the stat prefix of an HTTPS server's connection manager"),
 	"istio.networking.v1alpha3.Port.number":      honoured("encode.TestGatewayListenerComposed"),
 	"istio.networking.v1alpha3.Port.protocol":    honoured("encode.TestGatewayListenerComposed"),
 	"istio.networking.v1alpha3.Port.name":        honoured("encode.TestGatewayListenerComposed"),
@@ -338,7 +338,7 @@ var networkingLedger = ledgerTable{
 	"istio.networking.v1alpha3.ServiceEntry.hosts":             honoured("rules.TestGoldenServiceEntryWorkloadEntry"),
 	"istio.networking.v1alpha3.ServiceEntry.addresses":         honoured("rules.TestGoldenServiceEntryWorkloadEntry"),
 	"istio.networking.v1alpha3.ServiceEntry.ports":             honoured("rules.TestGoldenServiceEntryWorkloadEntry"),
-	"istio.networking.v1alpha3.ServiceEntry.location":          honoured("rules.TestGatewaySNIDNATClusters"),
+	"istio.networking.v1alpha3.ServiceEntry.location":          honoured("engine.TestScenarios/ledger-serviceentry"),
 	"istio.networking.v1alpha3.ServiceEntry.resolution":        honoured("rules.TestGoldenServiceEntryWorkloadEntry"),
 	"istio.networking.v1alpha3.ServiceEntry.endpoints":         honoured("encode.TestEndpointsServiceEntry"),
 	"istio.networking.v1alpha3.ServiceEntry.workload_selector": honoured("rules.TestKubernetesServiceSelectsLaterWorkloadEntry"),
@@ -355,8 +355,8 @@ var networkingLedger = ledgerTable{
 	"istio.networking.v1alpha3.WorkloadEntry.ports":           honoured("rules.TestGoldenServiceEntryWorkloadEntry"),
 	"istio.networking.v1alpha3.WorkloadEntry.labels":          honoured("rules.TestKubernetesServiceSelectsLaterWorkloadEntry"),
 	"istio.networking.v1alpha3.WorkloadEntry.network":         unsupported(whyMultiNetwork),
-	"istio.networking.v1alpha3.WorkloadEntry.locality":        honoured("encode.TestEndpointsLocality"),
-	"istio.networking.v1alpha3.WorkloadEntry.weight":          honoured("encode.TestEndpointsServiceEntry"),
+	"istio.networking.v1alpha3.WorkloadEntry.locality":        honoured("engine.TestScenarios/ledger-serviceentry"),
+	"istio.networking.v1alpha3.WorkloadEntry.weight":          honoured("engine.TestScenarios/ledger-serviceentry"),
 	"istio.networking.v1alpha3.WorkloadEntry.service_account": honoured("rules.TestCrossRegistry"),
 
 	// Sidecar
