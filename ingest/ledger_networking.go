@@ -365,8 +365,8 @@ var networkingLedger = ledgerTable{
 	"istio.networking.v1alpha3.Sidecar.egress":            honoured("rules.TestSidecarSelection"),
 	"istio.networking.v1alpha3.Sidecar.inbound_connection_pool": honoured(
 		"rules.TestSidecarIngressClasses"),
-	"istio.networking.v1alpha3.Sidecar.outbound_traffic_policy": unsupported(
-		"a Sidecar's own outbound traffic policy is not implemented; the mesh's applies"),
+	// mode and egressProxy: rules/sidecar.go (Meshes.For, egressProxyCluster).
+	"istio.networking.v1alpha3.Sidecar.outbound_traffic_policy":       honoured("engine.TestSidecarEgressProxy"),
 	"istio.networking.v1alpha3.IstioIngressListener.port":             honoured("rules.TestSidecarIngressClasses"),
 	"istio.networking.v1alpha3.IstioIngressListener.bind":             honoured("rules.TestSidecarIngressClasses"),
 	"istio.networking.v1alpha3.IstioIngressListener.capture_mode":     honoured("rules.TestSidecarIngressClasses"),
