@@ -16,7 +16,8 @@ type Views struct {
 	// XDS lists the live streams and their sync status.
 	XDS *serve.XDSServer
 	// Errors lists the config sources' current problems
-	// (/debug/config_errors); nil shows none.
+	// (/debug/config_errors): errors, and warnings such as the fields
+	// pilotfish does not support; nil shows none.
 	Errors func() []error
 	// Pushes follows pushes for /debug/push_status; nil shows none.
 	Pushes *PushStatus

@@ -36,15 +36,21 @@ import (
 // other documents of the file still decode. Objects come back in file
 // order; semantic checks are Validate's.
 func Decode(file string, data []byte) (objs []Object, errs []error) {
-	objs, errs, _ = DecodeWithWarnings(file, data)
-	return objs, errs
+	d := decoder{file: file}
+	for _, c := range splitDocuments(data) {
+		d.chunk(c)
+	}
+	sortErrors(d.errs)
+	return d.objs, d.errs
 }
 
 // DecodeWithWarnings is Decode, and also returns the warnings (each an
 // *Error wrapping ErrIgnored) for documents that are ignored although their
-// author likely meant them to take effect.
+// author likely meant them to take effect, and for each field an object
+// sets that pilotfish does not support (Unsupported, the field ledger), at
+// the field's line.
 func DecodeWithWarnings(file string, data []byte) (objs []Object, errs, warnings []error) {
-	d := decoder{file: file}
+	d := decoder{file: file, ledger: true}
 	for _, c := range splitDocuments(data) {
 		d.chunk(c)
 	}
@@ -58,6 +64,8 @@ type decoder struct {
 	objs  []Object
 	errs  []error
 	warns []error
+	// ledger: report the unsupported fields of each object (Unsupported).
+	ledger bool
 }
 
 type chunk struct {
@@ -369,6 +377,12 @@ func (d *decoder) object(root *yaml.Node, apiVersion, kind string, src *source, 
 		return
 	}
 	d.objs = append(d.objs, obj)
+	if d.ledger && info.istio() {
+		// The tree is at hand: lines cost no second parse.
+		lr := reporter{file: r.file, kind: r.kind, namespace: r.namespace, name: r.name,
+			docLine: r.docLine, offset: r.offset, root: root}
+		d.warns = append(d.warns, unsupportedFields(&lr, &obj)...)
+	}
 }
 
 // yamlError reports the errors yaml.v3 finds while building the generic

@@ -55,6 +55,7 @@ func FuzzDecode(f *testing.F) {
 		"- {apiVersion: networking.istio.io/v1alpha3, kind: EnvoyFilter, metadata: {name: b}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"))
 	f.Add([]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: gw-cert, namespace: gw}\ntype: kubernetes.io/tls\n" +
 		"data: {tls.crt: Q0VSVA==, tls.key: S0VZ, bad key: eA==}\nstringData: {ca.crt: CA}\n"))
+	f.Add([]byte(unsupportedVS)) // fields of the ledger's unsupported ones (ledger_walk_test.go)
 	if workloads := benchWorkloads(f, 2); workloads != nil {
 		names := make([]string, 0, len(workloads))
 		for name := range workloads {
@@ -105,6 +106,14 @@ func FuzzDecode(f *testing.F) {
 			}
 			verrs := ingest.Validate(o)
 			check(verrs)
+			// The field ledger's walk: warnings only, each one Decode
+			// reported too (at the same line: Unsupported finds it again
+			// from the object's source text).
+			for _, w := range ingest.Unsupported(o) {
+				if !ingest.IsWarning(w) || !slices.ContainsFunc(warns, func(d error) bool { return d.Error() == w.Error() }) {
+					t.Fatalf("Unsupported gave %q, not among Decode's warnings %q", w, errStrings(warns))
+				}
+			}
 			for _, e := range verrs {
 				all = append(all, e.Error())
 			}

@@ -49,7 +49,16 @@ type Error struct {
 	Message   string
 
 	cause error // one of the sentinels above
+	// unsupported marks a warning of the field ledger (ledger.go): the
+	// unsupported field's path without indexes
+	// ("spec.http[].match[].sourceLabels"), or unsupportedKind for a kind
+	// pilotfish does not implement.
+	unsupported string
 }
+
+// unsupportedKind marks the warning of a kind pilotfish does not
+// implement.
+const unsupportedKind = "*"
 
 // Error renders "file:line: Kind namespace/name: field.path: message",
 // omitting the parts that are unknown; a warning reads

@@ -164,7 +164,7 @@ func (d *decoder) notRead(r *reporter, apiVersion, kind string) {
 		r.add(ErrKind, (*fieldPath)(nil).f("kind"), fmt.Sprintf("unknown kind %q in %s%s", kind, groupName(group), hint))
 	case kindUnimplemented:
 		d.warns = append(d.warns, &Error{Pos: Position{File: r.file, Line: r.docLine}, Kind: kind,
-			Namespace: r.namespace, Name: r.name, cause: ErrIgnored,
+			Namespace: r.namespace, Name: r.name, cause: ErrIgnored, unsupported: unsupportedKind,
 			Message: "not implemented by pilotfish (" + apiVersion + "); the object is ignored"})
 	}
 }

@@ -127,7 +127,9 @@ func NewKubeSource(w *index.Writer, opts KubeSourceOptions) *KubeSource {
 func (s *KubeSource) Synced() bool { return s.synced.Load() }
 
 // Errors returns the current problems of the Istio objects the API server
-// holds, sorted by object.
+// holds: validation errors, and a warning (IsWarning) for each field an
+// object sets that pilotfish does not support (Unsupported), until the
+// object changes or is deleted.
 func (s *KubeSource) Errors() []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -436,26 +438,42 @@ func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
 	// The API server validated the Kubernetes kinds already (and the
 	// cached Pods are cut down past what Validate accepts); Istio objects
 	// get pilotfish's own validation, as in the file source and webhook.
+	// The fields pilotfish does not support are warnings (the field
+	// ledger), kept with the object's errors until it changes.
 	if kinds[k.Kind].istio() {
+		warns := Unsupported(o)
 		if errs := Validate(o); len(errs) > 0 {
-			s.setErrs(k, errs)
+			s.setErrs(k, append(errs, warns...))
 			return
 		}
+		s.setErrs(k, warns)
+	} else {
+		s.setErrs(k, nil)
 	}
-	s.setErrs(k, nil)
 	s.conv.Put(b, o)
 }
 
+// setErrs records an object's current problems (errors and warnings),
+// replacing those of its previous version; nil clears them. Each is
+// logged once, when it first appears.
 func (s *KubeSource) setErrs(k ObjectKey, errs []error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	old := s.errs[k]
 	if len(errs) == 0 {
 		delete(s.errs, k)
 		return
 	}
 	s.errs[k] = errs
 	for _, err := range errs {
-		s.log.Warn("rejected config; the last good version is kept", "err", err.Error())
+		if slices.ContainsFunc(old, func(o error) bool { return o.Error() == err.Error() }) {
+			continue
+		}
+		if IsWarning(err) {
+			s.log.Warn("config partly ignored", "warning", err.Error())
+		} else {
+			s.log.Warn("rejected config; the last good version is kept", "err", err.Error())
+		}
 	}
 }
 

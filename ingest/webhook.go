@@ -31,8 +31,10 @@ var ErrAdmissionReview = errors.New("bad AdmissionReview")
 // NewWebhook returns the validating admission webhook's handler: it answers
 // AdmissionReview v1 requests for the Istio kinds pilotfish reads with
 // exactly the checks of `pilotfish validate` (Decode, then Validate), and
-// admits every other kind and every DELETE or CONNECT untouched. log gets
-// one Info line per denial; nil discards.
+// admits every other kind and every DELETE or CONNECT untouched. Fields
+// pilotfish does not support (Unsupported, the field ledger) come back as
+// the response's warnings, which kubectl prints ("Warning: ..."); they do
+// not deny. log gets one Info line per denial; nil discards.
 func NewWebhook(log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -123,27 +125,75 @@ func admit(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		// what cannot be checked as what it claims to be.
 		return deny(req.UID, []string{fmt.Sprintf("%s %s: object is not a %s %s", req.Kind.Kind, req.Name, apiVersion, req.Kind.Kind)})
 	}
+	var warnings []string
 	if len(errs) == 0 {
 		errs = Validate(&objs[0])
+		warnings = admissionWarnings(req, Unsupported(&objs[0]))
 	}
 	if len(errs) == 0 {
+		allow.Warnings = warnings
 		return allow
 	}
 	msgs := make([]string, 0, len(errs))
 	for _, err := range errs {
-		var e *Error
-		if errors.As(err, &e) {
-			c := *e
-			c.Pos = Position{} // "line 1" of the API server's one-line JSON says nothing
-			if req.Namespace != "" && (c.Namespace == "" || c.Namespace == "default") {
-				c.Namespace = req.Namespace // the request's, when the object omits it
-			}
-			msgs = append(msgs, c.Error())
-			continue
-		}
-		msgs = append(msgs, err.Error())
+		msgs = append(msgs, admissionMessage(req, err))
 	}
-	return deny(req.UID, msgs)
+	resp := deny(req.UID, msgs)
+	resp.Warnings = warnings
+	return resp
+}
+
+// admissionMessage renders a problem as "Kind namespace/name: field.path:
+// message": without the file position ("line 1" of the API server's
+// one-line JSON says nothing), in the request's namespace when the object
+// omits its own.
+func admissionMessage(req *admissionv1.AdmissionRequest, err error) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	c := *e
+	c.Pos = Position{}
+	if req.Namespace != "" && (c.Namespace == "" || c.Namespace == "default") {
+		c.Namespace = req.Namespace
+	}
+	if c.cause == ErrIgnored {
+		c.cause = nil // kubectl prints "Warning: " itself
+	}
+	return c.Error()
+}
+
+// The API server truncates each warning past 256 characters once the
+// warnings of a response pass 4096 (k8s.io/apiserver's warning recorder);
+// the webhook keeps under both, so what kubectl prints is whole.
+const (
+	maxWarningLen     = 200 // a ledger message; checked by TestLedgerComplete
+	maxAdmissionWarn  = 256
+	maxAdmissionTotal = 3500 // room for the API server's own warnings
+)
+
+// admissionWarnings renders the ledger's warnings for an admission
+// response, each at most maxAdmissionWarn characters and together at most
+// maxAdmissionTotal; what does not fit is summed up in a last warning.
+func admissionWarnings(req *admissionv1.AdmissionRequest, warns []error) []string {
+	if len(warns) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(warns))
+	total := 0
+	for i, w := range warns {
+		msg := admissionMessage(req, w)
+		if len(msg) > maxAdmissionWarn {
+			msg = msg[:maxAdmissionWarn-3] + "..."
+		}
+		if total+len(msg) > maxAdmissionTotal {
+			out = append(out, fmt.Sprintf("%d more fields not supported by pilotfish: run `pilotfish validate` on the object to list them", len(warns)-i))
+			break
+		}
+		total += len(msg)
+		out = append(out, msg)
+	}
+	return out
 }
 
 func deny(uid types.UID, msgs []string) *admissionv1.AdmissionResponse {

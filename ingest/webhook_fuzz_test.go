@@ -21,6 +21,9 @@ func FuzzAdmissionReview(f *testing.F) {
 	f.Add(reviewBody(f, "CREATE", "networking.istio.io", "v1", "DestinationRule", "default", "r",
 		`{"apiVersion":"networking.istio.io/v1","kind":"DestinationRule","metadata":{"name":"r"},"spec":{"host":"r","trafficPolicy":{"loadBalancer":{"simple":"ROUND_ROBIN"}}}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE","kind":{"group":"networking.istio.io","version":"v1","kind":"Gateway"},"object":[]}}`))
+	f.Add(reviewBody(f, "CREATE", "networking.istio.io", "v1", "VirtualService", "shop", "reviews",
+		`{"apiVersion":"networking.istio.io/v1","kind":"VirtualService","metadata":{"name":"reviews"},"spec":{"hosts":["reviews"],`+
+			`"http":[{"match":[{"sourceLabels":{"a":"b"}}],"route":[{"destination":{"host":"reviews"}}]},{"delegate":{"name":"x"}}]}}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, resp, err := ingest.ReviewAdmission(body)
@@ -42,6 +45,17 @@ func FuzzAdmissionReview(f *testing.F) {
 		}
 		if !back.Response.Allowed && (back.Response.Result == nil || back.Response.Result.Message == "") {
 			t.Fatalf("denial without a message: %s", out)
+		}
+		// Warnings stay within what the API server passes on untruncated.
+		total := 0
+		for _, w := range back.Response.Warnings {
+			if len(w) > 256 || w == "" {
+				t.Fatalf("warning of %d bytes: %q", len(w), w)
+			}
+			total += len(w)
+		}
+		if total > 4096 {
+			t.Fatalf("warnings of %d bytes in all", total)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/debug"
 	"github.com/pilotfish-mesh/pilotfish/engine"
+	"github.com/pilotfish-mesh/pilotfish/ingest"
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
@@ -76,6 +77,31 @@ func newMetrics(idx engine.Index) *metrics {
 // Engine.Cache).
 func (m *metrics) watchCache(c engine.CacheCounters) {
 	m.registry.MustRegister(cacheCollector{c})
+}
+
+// watchUnsupported exports pilotfish_config_unsupported_fields: the
+// objects setting each field pilotfish does not support (and of each kind
+// it does not implement), counted at each scrape from the sources' current
+// problems, the list /debug/config_errors shows. Reading that list keeps
+// the gauge equal to the warnings by construction: no count to keep in
+// step as objects change and are deleted. Its labels are bounded by the
+// field ledger (ingest.CountUnsupported).
+func (m *metrics) watchUnsupported(problems func() []error) {
+	m.registry.MustRegister(unsupportedCollector{problems})
+}
+
+var unsupportedDesc = prometheus.NewDesc("pilotfish_config_unsupported_fields",
+	"Objects setting a field pilotfish does not support, by kind and field path (empty field: a kind pilotfish does not implement).",
+	[]string{"kind", "field"}, nil)
+
+type unsupportedCollector struct{ problems func() []error }
+
+func (unsupportedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- unsupportedDesc }
+
+func (u unsupportedCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range ingest.CountUnsupported(u.problems()) {
+		ch <- prometheus.MustNewConstMetric(unsupportedDesc, prometheus.GaugeValue, float64(c.Objects), c.Kind, c.Field)
+	}
 }
 
 var (

@@ -149,6 +149,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		Metrics:            metrics.engine(),
 	})
 	metrics.watchCache(eng.Cache())
+	metrics.watchUnsupported(source.Errors)
 
 	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
 	gate := newSyncGate(source.Synced, metrics.registry)

@@ -10,7 +10,8 @@ import (
 )
 
 func newValidateCommand() *cobra.Command {
-	return &cobra.Command{
+	var strict bool
+	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR...",
 		Short: "Check Kubernetes and Istio manifests the way istiod would",
 		Long: `validate decodes and validates manifests before they reach a mesh: the
@@ -35,12 +36,18 @@ API kinds pilotfish does not implement (EnvoyFilter, Telemetry, HTTPRoute,
 ...) are warnings; other Kubernetes kinds (ConfigMaps, Deployments, ...) and
 other projects' kinds are skipped.
 
+Fields pilotfish does not support (docs/compatibility.md lists every field
+of every Istio kind: honoured, or not supported and why) are warnings that
+name the field and say what happens instead, e.g.
+  vs.yaml:14: warning: VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish: ...
+Nothing pilotfish ignores is accepted silently.
+
 Each problem is printed to stderr on its own line as
   file:line: Kind namespace/name: field.path: message
   file:line: warning: Kind namespace/name: message
 and a summary ("N objects, M errors", then ", K warnings" if there are any)
 to stdout. The exit status is 1 if there is any error, 0 otherwise
-(warnings alone exit 0).`,
+(warnings alone exit 0); with --strict, a warning fails too.`,
 		Example: `  # Check one file
   pilotfish validate reviews-vs.yaml
 
@@ -48,7 +55,10 @@ to stdout. The exit status is 1 if there is any error, 0 otherwise
   pilotfish validate ./mesh-config/ istio-export.json
 
   # In CI: fail the job on the first bad manifest
-  pilotfish validate deploy/ || exit 1`,
+  pilotfish validate deploy/ || exit 1
+
+  # ... and on anything pilotfish would ignore
+  pilotfish validate --strict deploy/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			report, err := ingest.ValidatePaths(args...)
@@ -66,9 +76,14 @@ to stdout. The exit status is 1 if there is any error, 0 otherwise
 			if len(report.Errors) > 0 {
 				return &exitError{code: 1, err: errors.New("validation failed")}
 			}
+			if strict && len(report.Warnings) > 0 {
+				return &exitError{code: 1, err: errors.New("validation failed: --strict and " + plural(len(report.Warnings), "warning"))}
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (unsupported fields and kinds, links to directories) as errors: exit 1")
+	return cmd
 }
 
 func plural(n int, noun string) string {

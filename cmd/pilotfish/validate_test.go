@@ -117,12 +117,47 @@ func TestValidateCommandHelp(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"validate FILE|DIR...", "Examples:", "pilotfish validate ./mesh-config/", "exit status is 1"} {
+	for _, want := range []string{"validate FILE|DIR...", "Examples:", "pilotfish validate ./mesh-config/", "exit status is 1",
+		"--strict", "docs/compatibility.md"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}
 	}
 	if _, _, code := runValidate(t); code != 1 {
 		t.Errorf("validate without arguments: exit code %d, want 1", code)
+	}
+}
+
+// TestValidateUnsupportedFields: a field pilotfish does not support is a
+// warning at the field's line naming the object, the path, why and what
+// happens instead; validate exits 0, and 1 with --strict.
+func TestValidateUnsupportedFields(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vs.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: reviews
+  namespace: shop
+spec:
+  hosts: [reviews]
+  http:
+  - match:
+    - uri: {prefix: /api}
+      sourceLabels: {app: client}
+    route:
+    - destination: {host: reviews}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	warning := path + ":11: warning: VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish: " +
+		"source labels cannot be evaluated: a proxy class carries no workload labels; a match that sets it never applies\n"
+
+	stdout, stderr, code := runValidate(t, path)
+	if code != 0 || stdout != "1 object, 0 errors, 1 warning\n" || stderr != warning {
+		t.Errorf("validate: exit %d, stdout %q, stderr %q; want 0, one warning:\n%s", code, stdout, stderr, warning)
+	}
+	stdout, stderr, code = runValidate(t, "--strict", path)
+	if code != 1 || stdout != "1 object, 0 errors, 1 warning\n" || stderr != warning+"Error: validation failed: --strict and 1 warning\n" {
+		t.Errorf("validate --strict: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

@@ -146,26 +146,9 @@ func TestWebhookCertFiles(t *testing.T) {
 // pilotfish rejects is refused with the field named, a good one admitted.
 func TestWebhookWithAPIServer(t *testing.T) {
 	c := kubetest.Start(t, kubetest.Options{IstioCRDs: true})
-	addr, roots := startWebhook(t, webhookOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	url := "https://" + addr + "/validate"
-	fail, none := admissionregv1.Fail, admissionregv1.SideEffectClassNone
-	cfg := &admissionregv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "pilotfish-validator"},
-		Webhooks: []admissionregv1.ValidatingWebhook{{
-			Name:                    "validation.istio.io",
-			ClientConfig:            admissionregv1.WebhookClientConfig{URL: &url, CABundle: roots},
-			Rules:                   istioWebhookRules(),
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	registerWebhook(ctx, t, c)
 	c.EnsureNamespace(t, "shop")
 	bad := &istionet.VirtualService{
 		ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: "shop"},
@@ -200,6 +183,31 @@ func TestWebhookWithAPIServer(t *testing.T) {
 	got.Spec.Http[0].Route[0].Destination.Subset = "Not_A_Label"
 	if _, err := c.Istio.NetworkingV1().VirtualServices("shop").Update(ctx, got, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "destination.subset") {
 		t.Fatalf("bad update: %v, want a denial naming destination.subset", err)
+	}
+}
+
+// registerWebhook starts pilotfish's webhook and registers it with the API
+// server as istiod's validating webhook is (a URL clientConfig with
+// pilotfish's root as caBundle). The API server starts using it a moment
+// later: callers retry their first request.
+func registerWebhook(ctx context.Context, t *testing.T, c *kubetest.Cluster) {
+	t.Helper()
+	addr, roots := startWebhook(t, webhookOptions{})
+	url := "https://" + addr + "/validate"
+	fail, none := admissionregv1.Fail, admissionregv1.SideEffectClassNone
+	cfg := &admissionregv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "pilotfish-validator"},
+		Webhooks: []admissionregv1.ValidatingWebhook{{
+			Name:                    "validation.istio.io",
+			ClientConfig:            admissionregv1.WebhookClientConfig{URL: &url, CABundle: roots},
+			Rules:                   istioWebhookRules(),
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,130 @@
+package ingest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	networking "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// hasWarning reports whether errs has a warning containing each of parts.
+func hasWarning(errs []error, parts ...string) bool {
+	for _, err := range errs {
+		if !IsWarning(err) {
+			continue
+		}
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(err.Error(), p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFileSourceReportsUnsupportedFields: the config directory's objects
+// that set unsupported fields apply, and each field is a warning of
+// Errors, at its line, until the file drops it or goes.
+func TestFileSourceReportsUnsupportedFields(t *testing.T) {
+	f := newSourceFixture(t)
+	f.write("dr.yaml", `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec:
+  host: reviews
+  trafficPolicy:
+    tunnel: {protocol: CONNECT, targetHost: egress.example.com, targetPort: 8080}
+`)
+	f.sync()
+	errs := f.src.Errors()
+	if len(errs) != 1 || !hasWarning(errs, "dr.yaml:7: warning: DestinationRule shop/reviews: spec.trafficPolicy.tunnel: not supported by pilotfish") {
+		t.Fatalf("errors %v, want the tunnel's warning", errs)
+	}
+	drKey := ObjectKey{Kind: KindDestinationRule, Namespace: "shop", Name: "reviews"}
+	if _, ok := f.src.applied[drKey]; !ok {
+		t.Fatal("the DestinationRule was not applied")
+	}
+
+	// Dropping the field clears the warning; the object stays.
+	f.write("dr.yaml", `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec:
+  host: reviews
+`)
+	f.sync()
+	if errs := f.src.Errors(); len(errs) != 0 {
+		t.Fatalf("errors after the fix: %v", errs)
+	}
+	if _, ok := f.src.applied[drKey]; !ok {
+		t.Fatal("the fixed DestinationRule is not applied")
+	}
+
+	// Set again, then the file removed: gone too.
+	f.write("dr.yaml", `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec:
+  host: reviews
+  workloadSelector: {matchLabels: {app: reviews}}
+`)
+	f.sync()
+	if errs := f.src.Errors(); !hasWarning(errs, "spec.workloadSelector: not supported by pilotfish") {
+		t.Fatalf("errors %v, want the workloadSelector's warning", errs)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "dr.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	if errs := f.src.Errors(); len(errs) != 0 {
+		t.Fatalf("errors after the file went: %v", errs)
+	}
+}
+
+// TestKubeSourceReportsUnsupportedFields: an API server object that sets
+// an unsupported field is applied, and its warning is listed until an
+// update drops the field, and again until the object is deleted.
+func TestKubeSourceReportsUnsupportedFields(t *testing.T) {
+	vs := &networkingv1.VirtualService{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: "shop", Generation: 1}}
+	vs.Spec.Hosts = []string{"reviews"}
+	vs.Spec.Http = []*networking.HTTPRoute{{
+		Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"app": "client"}}},
+		Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews"}}},
+	}}
+	f := newKubeFixture(t, true, vs)
+	f.eventually("applied", func() bool { return len(f.vsHosts("reviews")) == 1 })
+	want := "VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish"
+	f.eventually("warning listed", func() bool { return hasWarning(f.src.Errors(), want) })
+	if errs := f.src.Errors(); len(errs) != 1 {
+		t.Fatalf("errors %v, want the one warning", errs)
+	}
+
+	ctx := context.Background()
+	fixed := vs.DeepCopy()
+	fixed.Generation = 2
+	fixed.Spec.Http[0].Match = nil
+	if _, err := f.istio.NetworkingV1().VirtualServices("shop").Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("warning cleared", func() bool { return len(f.src.Errors()) == 0 })
+
+	again := fixed.DeepCopy()
+	again.Generation = 3
+	again.Spec.Http[0].Delegate = &networking.Delegate{Name: "other"}
+	again.Spec.Http[0].Route = nil
+	if _, err := f.istio.NetworkingV1().VirtualServices("shop").Update(ctx, again, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("delegate warning", func() bool { return hasWarning(f.src.Errors(), "spec.http[0].delegate: not supported") })
+	if err := f.istio.NetworkingV1().VirtualServices("shop").Delete(ctx, "reviews", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("cleared on delete", func() bool { return len(f.src.Errors()) == 0 })
+}
