@@ -32,6 +32,9 @@ type injectOptions struct {
 	// (inject_configmap.go) for what the files do not give.
 	configMaps bool
 	namespace  string // where the ConfigMaps are (POD_NAMESPACE)
+	// webhookCABundle: the leader keeps the injection webhooks' caBundle
+	// current (inject_cabundle.go).
+	webhookCABundle bool
 }
 
 func addInjectFlags(f *pflag.FlagSet, o *injectOptions) {
@@ -42,6 +45,7 @@ func addInjectFlags(f *pflag.FlagSet, o *injectOptions) {
 	f.StringVar(&o.revision, "inject-revision", envString("REVISION", ""), "the istio.io/rev the injector serves, rendered into pods (REVISION); empty is the default revision")
 	f.DurationVar(&o.reload, "inject-reload", 5*time.Second, "re-read the injector files this often when they changed (0: never); a file that does not parse keeps the last good settings")
 	f.BoolVar(&o.configMaps, "inject-configmaps", true, "with an API server, read and watch istiod's injector ConfigMaps in --inject-namespace: istio-sidecar-injector (keys config, values) and istio (key mesh), with a -REVISION suffix for a non-default --inject-revision; the --inject-* files override them; a ConfigMap that does not parse keeps the last good settings")
+	f.BoolVar(&o.webhookCABundle, "inject-webhook-cabundle", false, "the elected replica keeps the caBundle of the sidecar-injector webhooks (names ending in "+injectWebhookSuffix+") of every MutatingWebhookConfiguration labelled istio.io/rev=<--inject-revision, or default> equal to pilotfish's CA roots, as istiod does (with an API server, and without --webhook-cert); off: leave them alone (an istiod may own them)")
 	f.StringVar(&o.namespace, "inject-namespace", envString("POD_NAMESPACE", "istio-system"), "namespace of the injector's ConfigMaps (POD_NAMESPACE)")
 }
 
