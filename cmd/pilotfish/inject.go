@@ -74,9 +74,10 @@ var errInjectKeyMissing = errors.New("key missing")
 // parse is logged, counted and reported (/debug/config_errors); the last
 // good settings stay in force.
 type injectState struct {
-	o      injectOptions
-	log    *slog.Logger
-	errors prometheus.Counter
+	o       injectOptions
+	log     *slog.Logger
+	errors  prometheus.Counter
+	metrics *injectMetrics
 	// handler serves /inject once a set parsed; nil until then.
 	handler atomic.Pointer[http.Handler]
 
@@ -87,7 +88,7 @@ type injectState struct {
 }
 
 func newInjectState(o injectOptions, reg prometheus.Registerer, log *slog.Logger) *injectState {
-	s := &injectState{o: o, log: log, errors: prometheus.NewCounter(prometheus.CounterOpts{
+	s := &injectState{o: o, log: log, metrics: newInjectMetrics(reg), errors: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "pilotfish_inject_config_errors_total",
 		Help: "Injector settings (files or ConfigMaps) that did not parse and were not applied.",
 	})}
@@ -151,7 +152,7 @@ func (s *injectState) rebuildLocked() error {
 			return err
 		}
 		s.in = in
-		h := inject.NewWebhook(in, s.log)
+		h := inject.NewWebhook(in, s.log, s.metrics)
 		s.handler.Store(&h)
 		s.log.Info("serving sidecar injection", "path", inject.Path, "templates", c.TemplateNames(), "policy", c.Policy,
 			"config", cfg.origin, "values", vals.origin)

@@ -25,7 +25,8 @@ import (
 // ConfigMap istio; an update is in force without a restart; one that does
 // not parse is logged, counted, reported by Errors (for
 // /debug/config_errors) and leaves the last good settings; a --inject-*
-// file overrides its ConfigMap.
+// file overrides its ConfigMap. The webhook counts under istiod's
+// sidecar_injection_* names.
 func TestInjectorConfigMaps(t *testing.T) {
 	c := kubetest.Start(t, kubetest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -101,6 +102,23 @@ func TestInjectorConfigMaps(t *testing.T) {
 		}
 		return ""
 	})
+
+	// The webhook counts under istiod's metric names.
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},` +
+		`"namespace":"shop","operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"busybox"}]}}}}`
+	req := httptest.NewRequest(http.MethodPost, inject.Path, strings.NewReader(review))
+	req.Header.Set("Content-Type", "application/json")
+	rec = httptest.NewRecorder()
+	st.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"patch"`) {
+		t.Errorf("/inject: %d %s", rec.Code, rec.Body)
+	}
+	for name, want := range map[string]float64{"sidecar_injection_requests_total": 1, "sidecar_injection_success_total": 1,
+		"sidecar_injection_skip_total": 0, "sidecar_injection_failure_total": 0} {
+		if got := counterValue(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
 
 	injCM.Data["values"] = strings.Replace(injCM.Data["values"], `"hub": "registry.istio.io/testing"`, `"hub": "mirror.example/istio"`, 1)
 	if _, err := cms.Update(ctx, injCM, metav1.UpdateOptions{}); err != nil {
