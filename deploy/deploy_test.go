@@ -113,7 +113,12 @@ func TestManifestsApply(t *testing.T) {
 		{[]string{"update", "configmaps/istio-ca-root-cert", "-n", "default"}, "yes"},
 		{[]string{"watch", "configmaps/istio-ca-root-cert", "-A"}, "yes"},
 		{[]string{"create", "configmaps", "-n", "default"}, "yes"},
+		{[]string{"watch", "configmaps/istio-sidecar-injector", "-n", namespace}, "yes"},
+		{[]string{"get", "configmaps/istio", "-n", namespace}, "yes"},
+		{[]string{"watch", "mutatingwebhookconfigurations.admissionregistration.k8s.io"}, "yes"},
+		{[]string{"update", "mutatingwebhookconfigurations.admissionregistration.k8s.io/istio-sidecar-injector"}, "yes"},
 		// Nothing more.
+		{[]string{"get", "configmaps/another", "-n", namespace}, "no"},
 		{[]string{"get", "secrets", "-A"}, "no"},
 		{[]string{"get", "configmaps", "-A"}, "no"},
 		{[]string{"update", "configmaps/another", "-n", "default"}, "no"},

@@ -39,6 +39,7 @@ type Config struct {
 
 	templates map[string]*template.Template
 	names     []string // sorted template names, for error messages
+	overlays  *overlayCache
 }
 
 // rawConfig is the ConfigMap key's shape (istiod's field names).
@@ -69,6 +70,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Aliases:             raw.Aliases,
 		InjectedAnnotations: raw.InjectedAnnotations,
 		templates:           make(map[string]*template.Template, len(raw.Templates)),
+		overlays:            &overlayCache{},
 	}
 	if len(c.DefaultTemplates) == 0 {
 		c.DefaultTemplates = []string{"sidecar"}

@@ -31,6 +31,16 @@
 // Deployments with `istioctl kube-inject`'s output for each, and
 // TestCorpusMatchesIstioctl applies pilotfish's patch and compares.
 //
+// # Cost
+//
+// The pod is merged with the rendered templates in its JSON form: one
+// conversion from the typed pod (also what the patch is computed
+// against) and one back, whatever the number of templates; rendered
+// template text is parsed once per distinct text (a bounded cache in the
+// Config: a Deployment's replicas render the same text). Budget: 5,000
+// allocations per injection averaged over the corpus (TestInjectAllocs;
+// 4,104 measured).
+//
 // # Invariants
 //
 //   - A pod is either injected in full or not at all: the patch is

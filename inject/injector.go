@@ -123,7 +123,7 @@ func (in *Injector) Inject(req Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, podName(pod), err)
 	}
-	patch, err := createPatch(pod, out)
+	patch, err := createPatch(j.from, out)
 	if err != nil {
 		return Result{}, fmt.Errorf("pod %s/%s: %w: %v", pod.Namespace, podName(pod), ErrPod, err)
 	}

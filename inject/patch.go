@@ -18,15 +18,12 @@ type patchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// createPatch is the JSON patch that turns from's JSON into to's. Objects
+// createPatch is the JSON patch that turns from (a pod's JSON form,
+// numbers as json.Number) into to's JSON. Objects
 // are diffed key by key; a list whose length changed is replaced whole
 // (containers, volumes), one of the same length is diffed element by
 // element. The ops are in key order, so the patch is deterministic.
-func createPatch(from, to *corev1.Pod) ([]byte, error) {
-	a, err := jsonValue(from)
-	if err != nil {
-		return nil, err
-	}
+func createPatch(a any, to *corev1.Pod) ([]byte, error) {
 	b, err := jsonValue(to)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 
 // postProcess does what templates cannot: path-parameter envs, metrics
 // merging, probe rewriting, the status annotation and container order.
-func (j *job) postProcess(pod, tmpl *corev1.Pod) error {
+func (j *job) postProcess(pod *corev1.Pod, tmpl *status) error {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
@@ -63,22 +63,11 @@ func setEnvsLast(c *corev1.Container, envs map[string]string) {
 
 // statusOf is sidecar.istio.io/status: what the templates injected, so a
 // later injection can take it out again, and the revision.
-func statusOf(tmpl *corev1.Pod, revision string) string {
-	st := status{Revision: revision}
+func statusOf(tmpl *status, revision string) string {
+	st := *tmpl
+	st.Revision = revision
 	if st.Revision == "" {
 		st.Revision = "default"
-	}
-	for _, c := range tmpl.Spec.InitContainers {
-		st.InitContainers = append(st.InitContainers, c.Name)
-	}
-	for _, c := range tmpl.Spec.Containers {
-		st.Containers = append(st.Containers, c.Name)
-	}
-	for _, v := range tmpl.Spec.Volumes {
-		st.Volumes = append(st.Volumes, v.Name)
-	}
-	for _, s := range tmpl.Spec.ImagePullSecrets {
-		st.ImagePullSecrets = append(st.ImagePullSecrets, s.Name)
 	}
 	b, err := json.Marshal(st)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"sigs.k8s.io/yaml"
 
 	"istio.io/api/annotation"
 	"istio.io/api/label"
@@ -57,6 +56,7 @@ type job struct {
 	ownerType metav1.TypeMeta
 	envs      map[string]string // proxy env overrides (cluster, network, path parameters)
 	pc        *meshconfig.ProxyConfig
+	from      any // the pod's JSON (numbers as json.Number), which the patch is against
 }
 
 // run renders the templates over the pod and post-processes the result.
@@ -114,7 +114,9 @@ func (j *job) clusterAndNetwork() {
 // render runs the selected templates in order. Each is merged
 // (strategic merge, as kubectl patches) over the pod so far, and over the
 // templates-only pod that says what was injected.
-func (j *job) render() (merged, tmpl *corev1.Pod, err error) {
+// tmpl names what the templates alone rendered (the sidecar.istio.io/status
+// record).
+func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 	stripped, err := j.strippedPod()
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +138,13 @@ func (j *job) render() (merged, tmpl *corev1.Pod, err error) {
 		InboundTrafficPolicyMode: inboundMode(j.s.Mesh),
 		CompliancePolicy:         j.s.CompliancePolicy,
 	}
-	merged, tmpl = j.pod, &corev1.Pod{}
+	// The pod is merged in its JSON form (one conversion each way, not
+	// one per template); from is also what the patch is computed against.
+	j.from, err = jsonValue(j.pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	cur, tm := floatJSON(j.from).(map[string]any), map[string]any{}
 	var buf bytes.Buffer
 	for _, name := range j.templateNames() {
 		t, ok := j.s.Config.templates[name]
@@ -147,36 +155,35 @@ func (j *job) render() (merged, tmpl *corev1.Pod, err error) {
 		if err := t.Execute(&buf, data); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 		}
-		overlay := map[string]any{}
-		if err := yaml.Unmarshal(buf.Bytes(), &overlay); err != nil {
+		overlay, err := j.s.Config.overlays.parse(buf.Bytes())
+		if err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q rendered invalid YAML: %v", ErrTemplate, name, err)
 		}
 		// The merge consumes its patch (it drops nulls as it applies
-		// them): each merge gets its own copy.
-		if tmpl, err = mergePod(tmpl, copyJSON(overlay).(map[string]any)); err != nil {
+		// them) and the parsed overlay is shared: each merge gets a copy.
+		if tm, err = mergeMap(tm, overlay); err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
 		}
 		// With native sidecars the template puts the proxy among the
 		// init containers; a user's customised istio-proxy in containers
 		// follows it there before the merge.
-		if j.native(merged) && findContainer(tmpl.Spec.InitContainers, proxyName) != nil &&
-			findContainer(merged.Spec.Containers, proxyName) != nil {
-			merged = merged.DeepCopy()
-			i := containerIndex(merged.Spec.Containers, proxyName)
-			c := merged.Spec.Containers[i]
-			merged.Spec.Containers = append(merged.Spec.Containers[:i:i], merged.Spec.Containers[i+1:]...)
-			merged.Spec.InitContainers = append(merged.Spec.InitContainers, c)
+		if j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) && jsonContainer(tm, "initContainers", proxyName) >= 0 {
+			moveJSONContainer(cur, proxyName)
 		}
-		if merged, err = mergePod(merged, overlay); err != nil {
+		if cur, err = mergeMap(cur, overlay); err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
 		}
 	}
-	return merged, tmpl, nil
+	if merged, err = podFromJSON(cur); err != nil {
+		return nil, nil, fmt.Errorf("%w: templates merged into an invalid pod: %v", ErrTemplate, err)
+	}
+	return merged, injectedNames(tm), nil
 }
 
-// native: the pod's sidecar.istio.io/nativeSidecar, else the setting.
-func (j *job) native(p *corev1.Pod) bool {
-	switch p.Annotations["sidecar.istio.io/nativeSidecar"] {
+// nativeAnnotation: the pod's sidecar.istio.io/nativeSidecar v, else the
+// setting.
+func (j *job) nativeAnnotation(v string) bool {
+	switch v {
 	case "true":
 		return true
 	case "false":
@@ -358,15 +365,7 @@ func mergePod(p *corev1.Pod, overlay map[string]any) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	var res corev1.Pod
-	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return podFromJSON(out)
 }
 
 // copyJSON deep-copies a decoded JSON value.

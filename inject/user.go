@@ -19,7 +19,7 @@ import (
 // re-injection can re-apply them. A container the last injection added
 // (named in sidecar.istio.io/status) is not the user's and is left to the
 // new templates.
-func (j *job) reapplyUserContainers(final, tmpl *corev1.Pod) (*corev1.Pod, error) {
+func (j *job) reapplyUserContainers(final *corev1.Pod, tmpl *status) (*corev1.Pod, error) {
 	orig := j.pod
 	saved, err := parseOverrides(orig.Annotations)
 	if err != nil {
@@ -28,13 +28,13 @@ func (j *job) reapplyUserContainers(final, tmpl *corev1.Pod) (*corev1.Pod, error
 	st, injected := parseStatus(orig.Annotations[annotation.SidecarStatus.Name])
 	_, hasStatus := orig.Annotations[annotation.SidecarStatus.Name]
 	var used overrides
-	for _, c := range tmpl.Spec.Containers {
-		if injected && contains(st.Containers, c.Name) {
+	for _, name := range tmpl.Containers {
+		if injected && contains(st.Containers, name) {
 			continue
 		}
-		m := findContainer(saved.Containers, c.Name)
+		m := findContainer(saved.Containers, name)
 		if m == nil {
-			m = findContainer(orig.Spec.Containers, c.Name)
+			m = findContainer(orig.Spec.Containers, name)
 		}
 		if m == nil {
 			continue
@@ -48,16 +48,16 @@ func (j *job) reapplyUserContainers(final, tmpl *corev1.Pod) (*corev1.Pod, error
 			return nil, fmt.Errorf("%w: applying the pod's own %s container: %v", ErrPod, o.Name, err)
 		}
 	}
-	for _, c := range tmpl.Spec.InitContainers {
-		if injected && contains(st.InitContainers, c.Name) {
+	for _, name := range tmpl.InitContainers {
+		if injected && contains(st.InitContainers, name) {
 			continue
 		}
-		m := findContainer(saved.InitContainers, c.Name)
+		m := findContainer(saved.InitContainers, name)
 		if m == nil {
-			m = findContainer(orig.Spec.Containers, c.Name)
+			m = findContainer(orig.Spec.Containers, name)
 		}
 		if m == nil {
-			m = findContainer(orig.Spec.InitContainers, c.Name)
+			m = findContainer(orig.Spec.InitContainers, name)
 		}
 		if m == nil {
 			continue

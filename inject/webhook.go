@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,52 +30,88 @@ const MaxReviewBytes = 7 << 20
 // version it was asked in.
 var reviewVersions = []string{"admission.k8s.io/v1", "admission.k8s.io/v1beta1"}
 
+// Metrics receives the webhook's events; cmd names them as istiod does
+// (sidecar_injection_*). Every request is a Request; one policy leaves
+// alone is also Skipped; one that is not a usable review or whose pod is
+// denied is also Failed; every review answered (denials too, as istiod
+// counts them) is Answered with the time it took.
+type Metrics interface {
+	Request()
+	Skipped()
+	Failed()
+	Answered(took time.Duration)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Request()               {}
+func (noMetrics) Skipped()               {}
+func (noMetrics) Failed()                {}
+func (noMetrics) Answered(time.Duration) {}
+
 // NewWebhook returns the injection webhook's handler (mount it at Path
 // and Path+"/"). log gets one Info line per denial and a Debug line per
-// injection; nil discards.
-func NewWebhook(in *Injector, log *slog.Logger) http.Handler {
+// injection; nil discards. m may be nil.
+func NewWebhook(in *Injector, log *slog.Logger, m Metrics) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &webhook{in: in, log: log}
+	if m == nil {
+		m = noMetrics{}
+	}
+	return &webhook{in: in, log: log, m: m}
 }
 
 type webhook struct {
 	in  *Injector
 	log *slog.Logger
+	m   Metrics
 }
 
 func (w *webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w.m.Request()
+	fail := func(msg string, code int) {
+		w.m.Failed()
+		http.Error(rw, msg, code)
+	}
 	if r.Method != http.MethodPost {
 		rw.Header().Set("Allow", http.MethodPost)
-		http.Error(rw, "POST an AdmissionReview", http.StatusMethodNotAllowed)
+		fail("POST an AdmissionReview", http.StatusMethodNotAllowed)
 		return
 	}
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
-		http.Error(rw, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		fail("Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxReviewBytes+1))
 	if err != nil {
-		http.Error(rw, "reading the body: "+err.Error(), http.StatusBadRequest)
+		fail("reading the body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	if len(body) > MaxReviewBytes {
-		http.Error(rw, fmt.Sprintf("AdmissionReview larger than %d bytes", MaxReviewBytes), http.StatusRequestEntityTooLarge)
+		fail(fmt.Sprintf("AdmissionReview larger than %d bytes", MaxReviewBytes), http.StatusRequestEntityTooLarge)
 		return
 	}
 	out, resp, err := w.in.Review(body, r.URL.Path)
 	if err != nil {
-		http.Error(rw, err.Error(), http.StatusBadRequest)
+		fail(err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !resp.Allowed {
+	switch {
+	case !resp.Allowed:
+		w.m.Failed()
 		w.log.Info("injection denied", "uid", resp.UID, "reason", resp.Result.Message)
-	} else {
-		w.log.Debug("injection reviewed", "uid", resp.UID, "patched", resp.Patch != nil)
+	case resp.Patch == nil:
+		w.m.Skipped()
+		w.log.Debug("injection not required", "uid", resp.UID)
+	default:
+		w.log.Debug("injection reviewed", "uid", resp.UID, "patched", true)
 	}
 	rw.Header().Set("Content-Type", "application/json")
-	_, _ = rw.Write(out)
+	if _, err := rw.Write(out); err == nil {
+		w.m.Answered(time.Since(start))
+	}
 }
 
 // Review answers one AdmissionReview body posted to path: the response

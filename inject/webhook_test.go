@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +47,7 @@ func post(t *testing.T, h http.Handler, path, ctype string, body []byte) *httpte
 // patch in their own version, with the request's UID, and the patch
 // applied to the pod gives an injected pod in the request's namespace.
 func TestWebhookReviewVersions(t *testing.T) {
-	h := inject.NewWebhook(testInjector(t), nil)
+	h := inject.NewWebhook(testInjector(t), nil, nil)
 	for _, v := range []string{"admission.k8s.io/v1", "admission.k8s.io/v1beta1"} {
 		t.Run(v, func(t *testing.T) {
 			w := post(t, h, "/inject", "application/json", review(v, "u-7", "shop", []byte(plainPod)))
@@ -77,7 +78,7 @@ func TestWebhookReviewVersions(t *testing.T) {
 // TestWebhookLeavesOptOutAlone: policy's "no" is an allowed response
 // without a patch.
 func TestWebhookLeavesOptOutAlone(t *testing.T) {
-	h := inject.NewWebhook(testInjector(t), nil)
+	h := inject.NewWebhook(testInjector(t), nil, nil)
 	pod := strings.Replace(plainPod, `"labels":{"app":"web"}`, `"labels":{"app":"web","sidecar.istio.io/inject":"false"}`, 1)
 	w := post(t, h, "/inject", "application/json", review("admission.k8s.io/v1", "u-1", "shop", []byte(pod)))
 	var out admissionv1.AdmissionReview
@@ -93,7 +94,7 @@ func TestWebhookLeavesOptOutAlone(t *testing.T) {
 // reason; a body that is not a review is a 400; the wrong method, type
 // or size are refused before decoding.
 func TestWebhookDenials(t *testing.T) {
-	h := inject.NewWebhook(testInjector(t), nil)
+	h := inject.NewWebhook(testInjector(t), nil, nil)
 	denied := func(pod, want string) {
 		t.Helper()
 		w := post(t, h, "/inject", "application/json", review("admission.k8s.io/v1", "u-2", "shop", []byte(pod)))
@@ -229,5 +230,31 @@ func TestPolicy(t *testing.T) {
 	}
 	if _, err := inject.ParseConfig([]byte("templates:\n  broken: '{{ if }}'\n")); !errors.Is(err, inject.ErrConfig) || !strings.Contains(err.Error(), "templates.broken") {
 		t.Fatalf("bad template: %v", err)
+	}
+}
+
+// countMetrics counts the webhook's events.
+type countMetrics struct{ requests, skipped, failed, answered int }
+
+func (c *countMetrics) Request()               { c.requests++ }
+func (c *countMetrics) Skipped()               { c.skipped++ }
+func (c *countMetrics) Failed()                { c.failed++ }
+func (c *countMetrics) Answered(time.Duration) { c.answered++ }
+
+// TestWebhookMetrics: every request counts; a pod policy leaves alone is
+// skipped, a denied pod and a body that is not a review failed; every
+// review answered (the denial too, as istiod counts it) is answered.
+func TestWebhookMetrics(t *testing.T) {
+	m := &countMetrics{}
+	h := inject.NewWebhook(testInjector(t), nil, m)
+	post(t, h, "/inject", "application/json", review("admission.k8s.io/v1", "u-1", "shop", []byte(plainPod)))
+	optOut := strings.Replace(plainPod, `"labels":{"app":"web"}`, `"labels":{"app":"web","sidecar.istio.io/inject":"false"}`, 1)
+	post(t, h, "/inject", "application/json", review("admission.k8s.io/v1", "u-2", "shop", []byte(optOut)))
+	bad := strings.Replace(plainPod, `"labels":{"app":"web"}`, `"annotations":{"traffic.sidecar.istio.io/includeOutboundIPRanges":"10.0.0.0/33"}`, 1)
+	post(t, h, "/inject", "application/json", review("admission.k8s.io/v1", "u-3", "shop", []byte(bad)))
+	post(t, h, "/inject", "application/json", []byte(`{"kind":"Pod"}`))
+	want := countMetrics{requests: 4, skipped: 1, failed: 2, answered: 3}
+	if *m != want {
+		t.Errorf("metrics %+v, want %+v", *m, want)
 	}
 }

@@ -91,7 +91,7 @@ compare ratios from one run, not absolute times across runs.`,
 	f.StringVar(&bo.jsonFile, "json", "", "also write the result as JSON to this file")
 	f.BoolVar(&bo.quiet, "quiet", false, "no progress on stderr")
 	f.StringVar(&o.ProfileDir, "profile-dir", "", "write CPU profiles of each server's runs and heap profiles of idle servers here")
-	cmd.AddCommand(newBenchClientCommand(), newBenchWorkloadCommand())
+	cmd.AddCommand(newBenchClientCommand(), newBenchWorkloadCommand(), newBenchInjectCommand())
 	return cmd
 }
 

@@ -216,19 +216,20 @@ func TestInjectorReload(t *testing.T) {
 	}
 	o := injectOptions{configFile: cp("config.yaml"), valuesFile: cp("values.json"), meshFile: cp("mesh.yaml")}
 	files := &injectFiles{o: o}
-	s, err := files.load()
+	st := newInjectState(o, nil, slog.New(slog.DiscardHandler))
+	first, err := files.read()
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := inject.New(s, nil)
-	if err != nil {
+	if err := st.set(first); err != nil {
 		t.Fatal(err)
 	}
+	in := st.injector()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
-		reloadInjector(ctx, in, files, 10*time.Millisecond, slog.New(slog.DiscardHandler))
+		reloadInjector(ctx, st, files, 10*time.Millisecond)
 		close(done)
 	}()
 	defer func() { cancel(); <-done }()
@@ -269,5 +270,8 @@ func TestInjectorReload(t *testing.T) {
 	})
 	if in.Settings() != before || proxyImage() != "mirror.example/istio/proxyv2:latest" {
 		t.Fatal("a config that does not parse replaced the last good one")
+	}
+	if errs := st.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "--inject-config "+o.configFile) {
+		t.Errorf("reported errors %v, want one naming --inject-config %s", errs, o.configFile)
 	}
 }

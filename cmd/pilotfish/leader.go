@@ -158,7 +158,7 @@ func (l *leader) lead(ctx context.Context) {
 // watched (cfg non-nil; else it returns nil, whose methods do nothing) and
 // registers the duties: keeping the webhook configuration's caBundle equal
 // to the CA's roots when the webhook serves a certificate of the CA.
-func newServeLeader(cfg *rest.Config, o leaderOptions, wo webhookOptions, secure *secureServing, wh *webhookServer, log *slog.Logger) (*leader, error) {
+func newServeLeader(cfg *rest.Config, o leaderOptions, wo webhookOptions, io injectOptions, secure *secureServing, wh *webhookServer, log *slog.Logger) (*leader, error) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -172,6 +172,9 @@ func newServeLeader(cfg *rest.Config, o leaderOptions, wo webhookOptions, secure
 	}
 	if o.rootCertConfigMaps && secure != nil {
 		l.AddDuty(rootCertConfigMaps(client, secure.authority, log))
+	}
+	if io.webhookCABundle && wh.caManaged() { // inject_cabundle.go
+		l.AddDuty(injectWebhookCABundle(client, io.revision, secure.authority, log))
 	}
 	return l, nil
 }
@@ -190,7 +193,7 @@ func serveLeader(o *serveOptions, secure *secureServing, wh *webhookServer, log 
 	if lo.lease == "" {
 		lo.lease = "pilotfish-leader"
 	}
-	return newServeLeader(cfg, lo, o.webhook, secure, wh, log)
+	return newServeLeader(cfg, lo, o.webhook, o.inject, secure, wh, log)
 }
 
 // start runs the election in the background until ctx ends.

@@ -37,7 +37,7 @@ func TestRootCertConfigMaps(t *testing.T) {
 	l, err := newServeLeader(&rest.Config{Host: c.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAPEM}},
 		leaderOptions{namespace: "istio-system", lease: "pilotfish-leader", rootCertConfigMaps: true,
 			leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second, retryPeriod: 200 * time.Millisecond},
-		webhookOptions{}, secure, nil, slog.New(slog.DiscardHandler))
+		webhookOptions{}, injectOptions{}, secure, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

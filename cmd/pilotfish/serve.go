@@ -171,7 +171,8 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return err
 	}
 	defer webhook.close()
-	if err := webhook.serveInjection(ctx, o.inject, log); err != nil { // sidecar injection: inject.go
+	injection, err := webhook.serveInjection(ctx, o, metrics.registry, log) // sidecar injection: inject.go
+	if err != nil {
 		secure.stop()
 		return err
 	}
@@ -186,7 +187,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return fmt.Errorf("gRPC listen on %s: %w", o.grpcAddr, err)
 	}
 	httpServer := serve.NewHTTPServer(serve.HTTPOptions{Addr: o.httpAddr, Ready: source.Synced, Gatherer: metrics.registry, Logger: log})
-	debug.Register(httpServer, debug.Views{Engine: eng, XDS: xdsServer, Errors: source.Errors, Pushes: metrics.push,
+	debug.Register(httpServer, debug.Views{Engine: eng, XDS: xdsServer, Errors: withInjectErrors(source.Errors, injection), Pushes: metrics.push,
 		ControlPlaneID: controlPlaneID})
 	httpAddr, err := httpServer.Start()
 	if err != nil {

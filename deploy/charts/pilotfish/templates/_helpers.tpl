@@ -17,3 +17,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "pilotfish.webhookConfigName" -}}
 {{- .Values.webhook.configName | default (printf "pilotfish-validator-%s" .Release.Namespace) }}
 {{- end }}
+
+{{/* istiod's injector name: the ConfigMap and the MutatingWebhookConfiguration. */}}
+{{- define "pilotfish.injectorName" -}}
+{{- if and .Values.revision (ne .Values.revision "default") }}istio-sidecar-injector-{{ .Values.revision }}{{ else }}istio-sidecar-injector{{ end }}
+{{- end }}
