@@ -90,6 +90,7 @@ func (NopXDSMetrics) UnknownType(string)             {}
 type XDSServer struct {
 	backend      Backend
 	log          *slog.Logger
+	refusals     *logLimiter // refused streams' log lines (log_limit.go)
 	metrics      XDSMetrics
 	controlPlane []byte // encoded ControlPlane, shared by every response
 	// bodies: SotW response bodies shared by streams (see sharedBody).
@@ -110,6 +111,7 @@ func NewXDSServer(backend Backend, opts XDSOptions) *XDSServer {
 	s := &XDSServer{
 		backend:          backend,
 		log:              opts.Logger,
+		refusals:         newRefusalLimiter(),
 		metrics:          opts.Metrics,
 		controlPlane:     encodeControlPlane(opts.ControlPlaneID),
 		bodies:           newBodies(),

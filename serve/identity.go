@@ -143,7 +143,7 @@ func (a *authADS) authenticate(ctx context.Context) (*caller, error) {
 	}
 	a.s.metrics.AuthFailed(reason)
 	msg := clip(err.Error(), clipMessage) // the CA's reasons never quote the token
-	a.s.log.Warn("xds stream refused: not authenticated", "peer", peerAddr(ctx), "reason", reason, "err", msg)
+	a.s.refusals.warn(a.s.log, "xds stream refused: not authenticated", "peer", peerAddr(ctx), "reason", reason, "err", msg)
 	if reason == AuthNoCredential {
 		return nil, status.Error(codes.Unauthenticated, "authentication failure: the TLS xDS port needs a client certificate from the mesh CA or a bearer token")
 	}
@@ -173,7 +173,7 @@ func (s *XDSServer) authorize(c *caller, node *corev3.Node, addr string) error {
 	s.metrics.AuthFailed(reason)
 	err := fmt.Errorf("%w: node %s claims namespace %q, service account %q; the caller is %s", errIdentityMismatch,
 		clip(node.GetId(), clipShort), clip(ns, clipShort), clip(sa, clipShort), c.id)
-	s.log.Warn("xds stream refused: identity mismatch", "peer", addr, "reason", reason, "node", clip(node.GetId(), clipShort),
+	s.refusals.warn(s.log, "xds stream refused: identity mismatch", "peer", addr, "reason", reason, "node", clip(node.GetId(), clipShort),
 		"namespace", clip(ns, clipShort), "service_account", clip(sa, clipShort), "identity", c.id.String())
 	return status.Errorf(codes.PermissionDenied, "authorization failed: %v", err)
 }

@@ -26,13 +26,14 @@ func CountHandshakeFailures(c credentials.TransportCredentials, m XDSMetrics, lo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &countingCreds{TransportCredentials: c, m: m, log: log}
+	return &countingCreds{TransportCredentials: c, m: m, log: log, limit: newRefusalLimiter()}
 }
 
 type countingCreds struct {
 	credentials.TransportCredentials
-	m   XDSMetrics
-	log *slog.Logger
+	m     XDSMetrics
+	log   *slog.Logger
+	limit *logLimiter // log_limit.go: a flood of bad certificates logs a bounded number of lines
 }
 
 func (c *countingCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -40,7 +41,7 @@ func (c *countingCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.Aut
 	if err != nil {
 		if reason := handshakeReason(err); reason != "" {
 			c.m.AuthFailed(reason)
-			c.log.Warn("TLS client refused: its certificate did not verify", "peer", raw.RemoteAddr().String(), "reason", reason,
+			c.limit.warn(c.log, "TLS client refused: its certificate did not verify", "peer", raw.RemoteAddr().String(), "reason", reason,
 				"err", clip(err.Error(), clipShort))
 		}
 	}
@@ -52,7 +53,7 @@ func (c *countingCreds) ClientHandshake(ctx context.Context, authority string, r
 }
 
 func (c *countingCreds) Clone() credentials.TransportCredentials {
-	return &countingCreds{TransportCredentials: c.TransportCredentials.Clone(), m: c.m, log: c.log}
+	return &countingCreds{TransportCredentials: c.TransportCredentials.Clone(), m: c.m, log: c.log, limit: c.limit}
 }
 
 // handshakeReason is the AuthFailed reason of a failed server handshake, ""
