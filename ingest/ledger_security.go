@@ -88,7 +88,7 @@ var securityLedger = ledgerTable{
 	"istio.security.v1beta1.JWTRule.from_cookies":             honoured("engine.TestScenarios/ledger-security"),
 	"istio.security.v1beta1.JWTRule.forward_original_token":   honoured("encode.TestJWTFilter"),
 	"istio.security.v1beta1.JWTRule.output_claim_to_headers":  honoured("engine.TestScenarios/ledger-security"),
-	"istio.security.v1beta1.JWTRule.timeout":                  honoured("engine.TestScenarios/ledger-security"),
+	"istio.security.v1beta1.JWTRule.timeout":                  honoured("jwks.TestResolverFailures"),
 	"istio.security.v1beta1.JWTRule.space_delimited_claims": unsupported(
 		"claims are matched as written; splitting custom claims on spaces is not implemented"),
 	"istio.security.v1beta1.JWTHeader.name":       honoured("encode.TestJWTFilter"),
