@@ -117,7 +117,10 @@ func (c *gwChain) filterChain(k gwlIn, parts *gwHCMParts) *listener.FilterChain 
 		return c.fc
 	}
 	h := c.http
-	fc := &listener.FilterChain{TransportSocket: h.socket, Filters: []*listener.Filter{parts.filter(k, h.statPrefix, h.rds)}}
+	fc := &listener.FilterChain{
+		TransportSocket: h.socket, Filters: []*listener.Filter{parts.filter(k, h.statPrefix, h.rds)},
+		TransportSocketConnectTimeout: lsTransportSocketConnectTimeout,
+	}
 	if len(h.names) > 0 {
 		fc.FilterChainMatch = &listener.FilterChainMatch{ServerNames: h.names}
 	}
@@ -214,6 +217,13 @@ func gatewayListener(k gwlIn) (string, *listener.Listener, []gwChain, *gwHCMPart
 	}
 	if len(chains) == 0 {
 		return "", l, nil, parts // nothing to serve on this port: no listener
+	}
+	for _, c := range chains {
+		if c.fc != nil {
+			// istiod bounds every gateway chain's handshake
+			// (PILOT_GATEWAY_TRANSPORT_SOCKET_CONNECT_TIMEOUT, 15s).
+			c.fc.TransportSocketConnectTimeout = lsTransportSocketConnectTimeout
+		}
 	}
 	if k.Topology.ProxyProtocol {
 		// The PROXY header comes before anything TLS inspection reads.
@@ -391,7 +401,7 @@ func (k gwlIn) tcpRouteFilter(s *GatewayServer, srv *networking.Server) *listene
 	for _, c := range s.VirtualServices {
 		vs, _ := c.Spec.(*networking.VirtualService)
 		vsNS := k.names.String(c.Key.Namespace)
-		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts())) == 0 {
+		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), VirtualServiceHosts(k.names, c, nil))) == 0 {
 			continue
 		}
 		for _, r := range vs.GetTcp() {
@@ -423,7 +433,7 @@ func (k gwlIn) passthroughChains(s *GatewayServer, srv *networking.Server) []*li
 	for _, c := range s.VirtualServices {
 		vs, _ := c.Spec.(*networking.VirtualService)
 		vsNS := k.names.String(c.Key.Namespace)
-		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts())) == 0 {
+		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), VirtualServiceHosts(k.names, c, nil))) == 0 {
 			continue
 		}
 		for _, r := range vs.GetTls() {
