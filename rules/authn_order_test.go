@@ -94,7 +94,7 @@ func TestPoliciesByCreationTime(t *testing.T) {
 			labels map[string]string
 			want   encode.ServiceMTLS
 		}{
-			{map[string]string{"app": "web"}, encode.ServiceMTLSDisable},  // z-old
+			{map[string]string{"app": "web"}, encode.ServiceMTLSDisable},   // z-old
 			{map[string]string{"app": "db"}, encode.ServiceMTLSPermissive}, // z-old-db
 		} {
 			class := sidecarClass("age")
@@ -124,4 +124,3 @@ func TestPoliciesByCreationTime(t *testing.T) {
 		}
 	})
 }
-
