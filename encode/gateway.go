@@ -186,6 +186,18 @@ func IntersectHosts(server, vs []string) []string {
 	return out
 }
 
+// VirtualServiceHosts returns a VirtualService row's hosts as istiod
+// matches them against a Gateway server's: fully qualified in the
+// VirtualService's namespace (istiod's ResolveVirtualServiceShortnames, done
+// at ingest: index.Config.Hosts), so a short name such as "productpage"
+// meets a server host "*/productpage.shop.svc.cluster.local".
+func VirtualServiceHosts(names index.Names, c *index.Config, dst []string) []string {
+	for _, h := range c.Hosts {
+		dst = append(dst, names.String(h))
+	}
+	return dst
+}
+
 // GatewayProtocol is istiod's protocol.Parse of a server port's protocol
 // (SidecarProtocol's names), except that a gateway never sniffs: an
 // unknown name, UDP and HTTP_PROXY are TCP.

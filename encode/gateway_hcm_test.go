@@ -86,6 +86,7 @@ func TestGatewayListenerComposed(t *testing.T) {
 		&networking.Server{Port: port(443, "https", "HTTPS"), Hosts: []string{"ns/c.example"}, Tls: mutual},
 	)
 	vs := &index.Config{Kind: index.ConfigVirtualService, Key: index.ConfigKey{Namespace: syms.Intern("gw"), Name: syms.Intern("tls")},
+		Hosts: []index.Sym{syms.Intern("p.example")}, // as ingest resolves them
 		Spec: &networking.VirtualService{Hosts: []string{"p.example"}, Gateways: []string{"https"}, Tls: []*networking.TLSRoute{{
 			Match: []*networking.TLSMatchAttributes{{SniHosts: []string{"p.example"}}},
 			Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: "p.example", Port: &networking.PortSelector{Number: 443}}}},

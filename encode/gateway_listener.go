@@ -117,7 +117,10 @@ func (c *gwChain) filterChain(k gwlIn, parts *gwHCMParts) *listener.FilterChain 
 		return c.fc
 	}
 	h := c.http
-	fc := &listener.FilterChain{TransportSocket: h.socket, Filters: []*listener.Filter{parts.filter(k, h.statPrefix, h.rds)}}
+	fc := &listener.FilterChain{
+		TransportSocket: h.socket, Filters: []*listener.Filter{parts.filter(k, h.statPrefix, h.rds)},
+		TransportSocketConnectTimeout: lsTransportSocketConnectTimeout,
+	}
 	if len(h.names) > 0 {
 		fc.FilterChainMatch = &listener.FilterChainMatch{ServerNames: h.names}
 	}
@@ -215,6 +218,13 @@ func gatewayListener(k gwlIn) (string, *listener.Listener, []gwChain, *gwHCMPart
 	if len(chains) == 0 {
 		return "", l, nil, parts // nothing to serve on this port: no listener
 	}
+	for _, c := range chains {
+		if c.fc != nil {
+			// istiod bounds every gateway chain's handshake
+			// (PILOT_GATEWAY_TRANSPORT_SOCKET_CONNECT_TIMEOUT, 15s).
+			c.fc.TransportSocketConnectTimeout = lsTransportSocketConnectTimeout
+		}
+	}
 	if k.Topology.ProxyProtocol {
 		// The PROXY header comes before anything TLS inspection reads.
 		l.ListenerFilters = append(l.ListenerFilters, lfProxyProtocol)
@@ -277,9 +287,12 @@ func adsSDS(name string) *tlsv3.SdsSecretConfig {
 
 // gatewayTLS is istiod's BuildListenerTLSContext for a gateway server:
 // ISTIO_MUTUAL uses the workload certificate and mesh root from
-// istio-agent; SIMPLE and MUTUAL use the credentialName secret from the
-// control plane ("kubernetes://NAME", and "kubernetes://NAME-cacert" to
-// validate clients), or the files the server names.
+// istio-agent; SIMPLE, MUTUAL and OPTIONAL_MUTUAL use the credentialName
+// secret from the control plane ("kubernetes://NAME", and
+// "kubernetes://NAME-cacert" or caCertCredentialName to validate clients),
+// or the files the server names (each of tlsCertificates, else
+// serverCertificate, else the workload's; clients validated against
+// caCertificates, else the mesh root).
 func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportSocket {
 	mode := t.GetMode()
 	ctx := &tlsv3.DownstreamTlsContext{
@@ -292,17 +305,23 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 	for _, san := range t.GetSubjectAltNames() {
 		def.MatchSubjectAltNames = append(def.MatchSubjectAltNames, &matcher.StringMatcher{MatchPattern: &matcher.StringMatcher_Exact{Exact: san}})
 	}
+	if t.GetInsecureSkipVerify().GetValue() {
+		def.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
+	}
 	cc := ctx.CommonTlsContext
+	combined := func(root *tlsv3.SdsSecretConfig) {
+		cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:         def,
+				ValidationContextSdsSecretConfig: root,
+			},
+		}
+	}
 	switch {
 	case mode == networking.ServerTLSSettings_ISTIO_MUTUAL:
 		gwFileCRL(def, t)
 		cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{lsSDS("default")}
-		cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
-			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-				DefaultValidationContext:         def,
-				ValidationContextSdsSecretConfig: lsSDS("ROOTCA"),
-			},
-		}
+		combined(lsSDS("ROOTCA"))
 	case t.GetCredentialName() != "" || len(t.GetCredentialNames()) > 0:
 		names := t.GetCredentialNames()
 		if len(names) == 0 {
@@ -311,38 +330,46 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 		for _, n := range names {
 			cc.TlsCertificateSdsSecretConfigs = append(cc.TlsCertificateSdsSecretConfigs, adsSDS(gwCredentialPrefix+n))
 		}
-		if validate {
+		ca := names[0] + clCredentialCA
+		if n := t.GetCaCertCredentialName(); n != "" {
+			ca = n
+		}
+		switch {
+		case mode == networking.ServerTLSSettings_MUTUAL || mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL:
 			// Client certificate pinning; the CRL comes with the CA
 			// secret's ca.crl (crl) over SDS, not from caCrl (istiod's
 			// ApplyCredentialSDSToServerCommonTLSContext).
 			def.VerifyCertificateSpki = t.GetVerifyCertificateSpki()
 			def.VerifyCertificateHash = t.GetVerifyCertificateHash()
-			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
-				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-					DefaultValidationContext:         def,
-					ValidationContextSdsSecretConfig: adsSDS(gwCredentialPrefix + names[0] + clCredentialCA),
-				},
+			combined(adsSDS(gwCredentialPrefix + ca))
+		case len(def.MatchSubjectAltNames) > 0:
+			// SIMPLE: the names alone, no trust chain (istiod's static
+			// validation context).
+			cc.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{
+				ValidationContext: &tlsv3.CertificateValidationContext{MatchSubjectAltNames: def.MatchSubjectAltNames},
 			}
 		}
 	default:
-		// File-mounted certificates (serverCertificate, privateKey,
-		// caCertificates), as istio-agent's file SDS names them.
-		if t.GetServerCertificate() != "" {
-			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{
-				lsSDS("file-cert:" + t.GetServerCertificate() + "~" + t.GetPrivateKey()),
+		// File-mounted certificates, as istio-agent's file SDS names them
+		// (istiod's ApplyToCommonTLSContext for a server's files).
+		if certs := t.GetTlsCertificates(); len(certs) > 0 {
+			for _, c := range certs {
+				cc.TlsCertificateSdsSecretConfigs = append(cc.TlsCertificateSdsSecretConfigs, lsSDS(gwFileCert(c.GetServerCertificate(), c.GetPrivateKey())))
 			}
+		} else {
+			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{lsSDS(gwFileCert(t.GetServerCertificate(), t.GetPrivateKey()))}
 		}
-		if validate && t.GetCaCertificates() != "" {
+		if validate {
 			gwFileCRL(def, t)
-			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
-				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-					DefaultValidationContext:         def,
-					ValidationContextSdsSecretConfig: lsSDS("file-root:" + t.GetCaCertificates()),
-				},
+			root := "ROOTCA" // no caCertificates: the mesh root, as istiod
+			if f := t.GetCaCertificates(); f != "" {
+				root = "file-root:" + f
 			}
+			combined(lsSDS(root))
 		}
 	}
-	if mode == networking.ServerTLSSettings_SIMPLE || mode == networking.ServerTLSSettings_MUTUAL {
+	if mode == networking.ServerTLSSettings_SIMPLE || mode == networking.ServerTLSSettings_MUTUAL ||
+		mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL {
 		if t.GetMinProtocolVersion() != networking.ServerTLSSettings_TLS_AUTO || t.GetMaxProtocolVersion() != networking.ServerTLSSettings_TLS_AUTO ||
 			len(t.GetCipherSuites()) > 0 {
 			cc.TlsParams = &tlsv3.TlsParameters{
@@ -356,6 +383,15 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 		Name:       "envoy.transport_sockets.tls",
 		ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: rtAny(ctx)},
 	}
+}
+
+// gwFileCert is istio-agent's SDS name of a certificate and key file
+// pair; without both, the workload's certificate ("default").
+func gwFileCert(cert, key string) string {
+	if cert == "" || key == "" {
+		return "default"
+	}
+	return "file-cert:" + cert + "~" + key
 }
 
 // gwFileCRL sets the revocation list a server names by file (caCrl, a
@@ -391,7 +427,7 @@ func (k gwlIn) tcpRouteFilter(s *GatewayServer, srv *networking.Server) *listene
 	for _, c := range s.VirtualServices {
 		vs, _ := c.Spec.(*networking.VirtualService)
 		vsNS := k.names.String(c.Key.Namespace)
-		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts())) == 0 {
+		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), VirtualServiceHosts(k.names, c, nil))) == 0 {
 			continue
 		}
 		for _, r := range vs.GetTcp() {
@@ -423,7 +459,7 @@ func (k gwlIn) passthroughChains(s *GatewayServer, srv *networking.Server) []*li
 	for _, c := range s.VirtualServices {
 		vs, _ := c.Spec.(*networking.VirtualService)
 		vsNS := k.names.String(c.Key.Namespace)
-		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts())) == 0 {
+		if vs == nil || len(IntersectHosts(HostsForNamespace(srv.GetHosts(), vsNS, gwNS), VirtualServiceHosts(k.names, c, nil))) == 0 {
 			continue
 		}
 		for _, r := range vs.GetTls() {

@@ -26,10 +26,15 @@ const (
 	fcFilterChainMatch protowire.Number = 1
 	fcFilters          protowire.Number = 3
 	fcTransportSocket  protowire.Number = 6
+	fcConnectTimeout   protowire.Number = 9 // transport_socket_connect_timeout
 	fcmServerNames     protowire.Number = 11
 	filterName         protowire.Number = 1
 	filterTypedConfig  protowire.Number = 4
 )
+
+// gwConnectTimeout is lsTransportSocketConnectTimeout's encoding, the
+// Duration {seconds: 15}.
+var gwConnectTimeout = protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 15)
 
 // AppendGatewayListener appends GatewayListener(k) to prefix (an Any's
 // type_url and value tag) as a length-delimited value, for ResourceAppend.
@@ -108,7 +113,7 @@ func (c *gwHTTPChain) size(p *gwHCMParts, sockets map[*core.TransportSocket][]by
 	if c.socket != nil {
 		n += protowire.SizeTag(fcTransportSocket) + protowire.SizeBytes(len(sockets[c.socket]))
 	}
-	return n
+	return n + protowire.SizeTag(fcConnectTimeout) + protowire.SizeBytes(len(gwConnectTimeout))
 }
 
 func (c *gwHTTPChain) matchSize() int {
@@ -155,7 +160,8 @@ func (c *gwHTTPChain) append(dst []byte, p *gwHCMParts, sockets map[*core.Transp
 		dst = protowire.AppendTag(dst, fcTransportSocket, protowire.BytesType)
 		dst = protowire.AppendBytes(dst, sockets[c.socket])
 	}
-	return dst
+	dst = protowire.AppendTag(dst, fcConnectTimeout, protowire.BytesType)
+	return protowire.AppendBytes(dst, gwConnectTimeout)
 }
 
 // msgSize and appendMsg size and encode a message as marshalBare does.

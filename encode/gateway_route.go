@@ -195,6 +195,29 @@ func GatewayVirtualHost(n index.Names, k *GatewayVirtualHostKey) (string, proto.
 	return name, vh
 }
 
+// GatewayHasRoutes reports whether VirtualService c gives a server of
+// gateway ("NAMESPACE/NAME") on port any route, for a router of namespace
+// ns with labels (as GatewayVirtualHostKey.SourceLabels). Otherwise
+// istiod's BuildHTTPRoutesForVirtualService fails ("no routes matched")
+// and the VirtualService adds no virtual host: one with TCP or TLS routes
+// only, or whose matches all name other ports, gateways or sources.
+func GatewayHasRoutes(n index.Names, c *index.Config, gateway string, port uint32, ns, labels string) bool {
+	vs, _ := c.Spec.(*networking.VirtualService)
+	if vs == nil {
+		return false
+	}
+	rc := routeCtx{
+		k:     &VirtualHostKey{Type: ProxyRouter, Namespace: ns, Port: port, VirtualService: c},
+		names: n, vs: vs, gw: &gwRoute{gateway: gateway, labels: labels},
+	}
+	found := false
+	rc.eachRoute(func(_ *networking.HTTPRoute, m *networking.HTTPMatchRequest) (bool, bool) {
+		found = found || rc.applies(m)
+		return found, found // the first route ends the walk
+	})
+	return found
+}
+
 // gatewayRoutes translates the routes of k (the reference generator's; the
 // direct encoder uses gatewayRouteItems).
 func gatewayRoutes(n index.Names, k *GatewayRoutesKey) []*route.Route {

@@ -24,9 +24,19 @@ var (
 	lsALPNInboundTCP  = []string{"istio-peer-exchange", "h2", "http/1.1"}
 )
 
-// lsSDS is the workload's SDS secret from istio-agent ("default" or
-// "ROOTCA"), with no initial fetch timeout.
+// lsSDS is an SDS secret from istio-agent: the workload's ("default",
+// "ROOTCA"), with no initial fetch timeout, or a file's ("file-cert:...",
+// "file-root:..."), with Envoy's default, as istiod's
+// ConstructSdsSecretConfig.
 func lsSDS(name string) *tlsv3.SdsSecretConfig {
+	s := lsAgentSDS(name)
+	if name != "default" && name != "ROOTCA" {
+		s.SdsConfig.InitialFetchTimeout = nil
+	}
+	return s
+}
+
+func lsAgentSDS(name string) *tlsv3.SdsSecretConfig {
 	return &tlsv3.SdsSecretConfig{Name: name, SdsConfig: &core.ConfigSource{
 		ConfigSourceSpecifier: &core.ConfigSource_ApiConfigSource{ApiConfigSource: &core.ApiConfigSource{
 			ApiType:                   core.ApiConfigSource_GRPC,

@@ -18,7 +18,6 @@ import (
 func routerScope(snap *index.Snapshot, ns string, labels map[string]string) *rules.Scope {
 	class := &encode.ProxyClass{Type: encode.ProxyRouter, Namespace: ns, ClusterID: "Kubernetes"}
 	class.Gateways = rules.SelectGateways(snap, labels)
-	class.Sidecar = rules.SelectSidecar(snap, "istio-system", ns, labels)
 	return rules.NewScope(snap, class)
 }
 

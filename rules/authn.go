@@ -61,10 +61,9 @@ func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {
 
 // peerAuthentication is istiod's ComposePeerAuthentication: the mesh-wide
 // policy (root namespace, no selector labels), overridden by the
-// namespace's (no selector labels), overridden by the oldest one selecting the workload; an UNSET
-// mode inherits. Port-level modes come from the workload policy only.
-// Configs carry no creation time, so "oldest" is the first seen (see
-// sortedConfigs).
+// namespace's (no selector labels), overridden by the oldest one selecting
+// the workload (sortedConfigs: ties by name); an UNSET mode inherits.
+// Port-level modes come from the workload policy only.
 func (w *workloadSecurity) peerAuthentication(snap *index.Snapshot, root, ns index.Sym, labels map[string]string) {
 	if snap.NumConfigs(index.ConfigPeerAuthentication) == 0 {
 		return
@@ -164,10 +163,8 @@ func selectPolicies(snap *index.Snapshot, kind index.ConfigKind, root, ns index.
 	return out
 }
 
-// sortedConfigs are the configs of kind in ns in the order their names
-// were first seen (interned symbols only grow): stable across snapshots,
-// close to istiod's creation-time order for a watched cluster, and an
-// integer sort.
+// sortedConfigs are the configs of kind in ns in istiod's order
+// (sortConfigByCreationTime): the oldest first, ties by name.
 func sortedConfigs(snap *index.Snapshot, kind index.ConfigKind, ns index.Sym) []*index.Config {
 	if ns == 0 {
 		return nil
@@ -177,7 +174,7 @@ func sortedConfigs(snap *index.Snapshot, kind index.ConfigKind, ns index.Sym) []
 		out = append(out, c)
 		return true
 	})
-	slices.SortFunc(out, func(a, b *index.Config) int { return int(a.Key.Name) - int(b.Key.Name) })
+	slices.SortFunc(out, byCreationTime(snap)) // sort.go
 	return out
 }
 

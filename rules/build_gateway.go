@@ -364,6 +364,7 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 		return hi
 	}
 	port := uint32(0)
+	var vsHosts []string
 	for _, s := range servers {
 		srv := s.Server()
 		if srv == nil {
@@ -374,9 +375,13 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 		gwNS := snap.String(s.Gateway.Key.Namespace)
 		redirect := srv.GetTls().GetHttpsRedirect()
 		for _, c := range m.boundVS[gwName] {
-			vs := vsSpec(c)
 			vsNS := snap.String(c.Key.Namespace)
-			for _, h := range encode.IntersectHosts(encode.HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vs.GetHosts()) {
+			vsHosts = encode.VirtualServiceHosts(snap.Names(), c, vsHosts[:0])
+			hosts := encode.IntersectHosts(encode.HostsForNamespace(srv.GetHosts(), vsNS, gwNS), vsHosts)
+			if len(hosts) == 0 || !encode.GatewayHasRoutes(snap.Names(), c, gwName, port, sc.Class.Namespace, m.sourceLabels) {
+				continue
+			}
+			for _, h := range hosts {
 				hi := get(strings.ToLower(h))
 				src := encode.GatewayRouteSource{Gateway: gwName, VirtualService: c}
 				if !slices.Contains(hi.sources, src) {

@@ -295,6 +295,5 @@ spec:
 func routerScope(snap *index.Snapshot, ns string, labels map[string]string) *Scope {
 	class := &encode.ProxyClass{Type: encode.ProxyRouter, Namespace: ns, ClusterID: "Kubernetes"}
 	class.Gateways = SelectGateways(snap, labels)
-	class.Sidecar = SelectSidecar(snap, "istio-system", ns, labels)
 	return NewScope(snap, class)
 }

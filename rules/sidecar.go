@@ -24,8 +24,13 @@ func ClassOf(snap *index.Snapshot, rootNS string, node *Node) encode.ProxyClass 
 	if len(labels) == 0 && (snap.NumConfigs(index.ConfigSidecar) > 0 || node.Type == encode.ProxyRouter) {
 		labels = nodeWorkloadLabels(snap, node)
 	}
-	// Proxyless gRPC clients are scoped too, as istiod scopes every proxy.
-	c.Sidecar = SelectSidecar(snap, rootNS, node.Namespace, labels)
+	// Proxyless gRPC clients are scoped too, as istiod scopes every
+	// proxy. A router never is: istiod gives routers its default scope
+	// whatever Sidecars their namespace or the root namespace hold
+	// (doGetSidecarScope, SetSidecarScope passes a router no labels).
+	if node.Type != encode.ProxyRouter {
+		c.Sidecar = SelectSidecar(snap, rootNS, node.Namespace, labels)
+	}
 	c.ProxyIPs = sidecarProxyIPs(snap, c.Sidecar, node)
 	c.Labels = securityLabels(snap, rootNS, node)
 	if node.Type == encode.ProxyRouter {
@@ -48,9 +53,9 @@ func labelsMatch(snap *index.Snapshot, sel index.LabelSetID, labels map[string]s
 // SelectSidecar picks the Sidecar resource that applies to a proxy, as
 // istiod does: one in the proxy's namespace whose workloadSelector matches
 // its labels, else the namespace's Sidecar without a selector, else the
-// root namespace's Sidecar without a selector. Ties go to the first by
-// name (istiod takes the oldest; pilotfish keeps no creation time). It
-// returns "NAMESPACE/NAME" or "".
+// root namespace's Sidecar without a selector. Ties go to the oldest, then
+// the first by name (istiod's sortConfigByCreationTime). It returns
+// "NAMESPACE/NAME" or "".
 func SelectSidecar(snap *index.Snapshot, rootNS, ns string, labels map[string]string) string {
 	if snap.NumConfigs(index.ConfigSidecar) == 0 {
 		return ""
@@ -65,7 +70,7 @@ func SelectSidecar(snap *index.Snapshot, rootNS, ns string, labels map[string]st
 			if c.HasSelector != withSelector || (withSelector && !labelsMatch(snap, c.Selector, labels)) {
 				return true
 			}
-			if best == nil || snap.String(c.Key.Name) < snap.String(best.Key.Name) {
+			if best == nil || byCreationTime(snap)(c, best) < 0 {
 				best = c
 			}
 			return true

@@ -118,17 +118,12 @@ func vsGroup(c *index.Config, ns index.Sym) int {
 // Objects without a creation time (a config directory's, unless it
 // writes one) sort as the oldest.
 func vsCompare(snap *index.Snapshot, ns index.Sym) func(a, b *index.Config) int {
+	byAge := byCreationTime(snap) // sort.go
 	return func(a, b *index.Config) int {
 		if c := cmp.Compare(vsGroup(a, ns), vsGroup(b, ns)); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.CreationTime, b.CreationTime); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(snap.String(a.Key.Name), snap.String(b.Key.Name)); c != 0 {
-			return c
-		}
-		return cmp.Compare(snap.String(a.Key.Namespace), snap.String(b.Key.Namespace))
+		return byAge(a, b)
 	}
 }
 

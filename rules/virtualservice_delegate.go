@@ -22,6 +22,13 @@ import (
 // root's. Delegates apply through their roots only: by themselves they
 // have no hosts and route nothing.
 //
+// A delegate that delegates again is refused at ingest, as istiod's
+// webhook refuses it ("a delegate VirtualService cannot delegate again",
+// ingest.TestValidateVirtualService), so its root's route is dropped as for a missing
+// delegate. istiod without its webhook merges it into a route with no
+// cluster (weighted_clusters {}, which Envoy rejects: istiodref case
+// vs-nested); pilotfish deliberately does not reproduce that.
+//
 // The merged VirtualService is a config row of its own (delegatedRow): the
 // root's key and metadata, the merged spec, and a hash over the root's and
 // its delegates' rows, so that a change to a delegate re-keys what its
