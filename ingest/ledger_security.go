@@ -1,16 +1,69 @@
 package ingest
 
+import (
+	"google.golang.org/protobuf/reflect/protoreflect"
+	typev1beta1 "istio.io/api/type/v1beta1"
+)
+
 // The ledger of security.istio.io (ledger.go): every field reachable from
 // the specs of AuthorizationPolicy, PeerAuthentication and
 // RequestAuthentication.
 
-const whyTargetRefs = "targetRefs attach a policy to Gateway API gateways and waypoints, which pilotfish does not implement"
+// policyTargets classifies targetRef and targetRefs: attached as istiod
+// attaches them (rules/authn_target.go), with a warning for the targets
+// that reach only waypoints.
+var policyTargets = partial("rules.TestPolicyTargetRefsMatchIstiod",
+	"attached as istiod attaches it: to the proxies of Gateway API gateways (label "+
+		"gateway.networking.k8s.io/gateway-name) it names in its namespace; sidecars and Istio Gateway "+
+		"routers ignore a policy with targets, as in istiod").warnWhen(valueWarning{
+	applies: waypointTargetsOnly,
+	when:    "no target is a Gateway",
+	why:     "Service, ServiceEntry and GatewayClass targets attach a policy to waypoints only, which pilotfish does not serve",
+	effect:  "the policy applies to no proxy",
+})
+
+// waypointTargetsOnly reports whether a targetRef (a message) or targetRefs
+// (a list) names only kinds that istiod attaches to waypoints (its
+// ShouldAttachPolicy): Service, ServiceEntry, GatewayClass. Validation
+// allows those and Gateway only, so any other target (an invalid object)
+// does not count as one.
+func waypointTargetsOnly(v protoreflect.Value) bool {
+	switch x := v.Interface().(type) {
+	case protoreflect.Message:
+		return waypointTarget(x)
+	case protoreflect.List:
+		for i := 0; i < x.Len(); i++ {
+			if !waypointTarget(x.Get(i).Message()) {
+				return false
+			}
+		}
+		return x.Len() > 0
+	}
+	return false
+}
+
+func waypointTarget(m protoreflect.Message) bool {
+	r, ok := m.Interface().(*typev1beta1.PolicyTargetReference)
+	if !ok {
+		return false
+	}
+	group := r.GetGroup()
+	switch r.GetKind() {
+	case "Service":
+		return group == "" || group == "core"
+	case "ServiceEntry":
+		return group == "networking.istio.io"
+	case "GatewayClass":
+		return group == "gateway.networking.k8s.io"
+	}
+	return false
+}
 
 var securityLedger = ledgerTable{
 	// AuthorizationPolicy
 	"istio.security.v1beta1.AuthorizationPolicy.selector":   honoured("rules.TestWorkloadSecurity"),
-	"istio.security.v1beta1.AuthorizationPolicy.targetRef":  partial("rules.TestPolicyTargetRefsMatchIstiod", "attached as istiod attaches it: to the proxies of Gateway API gateways (label gateway.networking.k8s.io/gateway-name) it names in its namespace; sidecars and Istio Gateway routers ignore a policy with targets, as in istiod; Service, ServiceEntry and GatewayClass targets attach to waypoints, which pilotfish does not serve"),
-	"istio.security.v1beta1.AuthorizationPolicy.targetRefs": partial("rules.TestPolicyTargetRefsMatchIstiod", "attached as istiod attaches it: to the proxies of Gateway API gateways (label gateway.networking.k8s.io/gateway-name) it names in its namespace; sidecars and Istio Gateway routers ignore a policy with targets, as in istiod; Service, ServiceEntry and GatewayClass targets attach to waypoints, which pilotfish does not serve"),
+	"istio.security.v1beta1.AuthorizationPolicy.targetRef":  policyTargets,
+	"istio.security.v1beta1.AuthorizationPolicy.targetRefs": policyTargets,
 	"istio.security.v1beta1.AuthorizationPolicy.rules":      honoured("encode.TestAzPolicy"),
 	"istio.security.v1beta1.AuthorizationPolicy.action": partial("encode.TestAuthzFilters",
 		"CUSTOM has no extension provider to call: its rules deny, as istiod does for a provider it cannot resolve"),
@@ -67,8 +120,8 @@ var securityLedger = ledgerTable{
 
 	// RequestAuthentication
 	"istio.security.v1beta1.RequestAuthentication.selector":   honoured("rules.TestWorkloadSecurity"),
-	"istio.security.v1beta1.RequestAuthentication.targetRef":  partial("rules.TestPolicyTargetRefsMatchIstiod", "attached as istiod attaches it: to the proxies of Gateway API gateways (label gateway.networking.k8s.io/gateway-name) it names in its namespace; sidecars and Istio Gateway routers ignore a policy with targets, as in istiod; Service, ServiceEntry and GatewayClass targets attach to waypoints, which pilotfish does not serve"),
-	"istio.security.v1beta1.RequestAuthentication.targetRefs": partial("rules.TestPolicyTargetRefsMatchIstiod", "attached as istiod attaches it: to the proxies of Gateway API gateways (label gateway.networking.k8s.io/gateway-name) it names in its namespace; sidecars and Istio Gateway routers ignore a policy with targets, as in istiod; Service, ServiceEntry and GatewayClass targets attach to waypoints, which pilotfish does not serve"),
+	"istio.security.v1beta1.RequestAuthentication.targetRef":  policyTargets,
+	"istio.security.v1beta1.RequestAuthentication.targetRefs": policyTargets,
 	"istio.security.v1beta1.RequestAuthentication.jwt_rules":  honoured("encode.TestJWTFilter"),
 	"istio.security.v1beta1.JWTRule.issuer":                   honoured("encode.TestJWTFilter"),
 	"istio.security.v1beta1.JWTRule.audiences":                honoured("encode.TestJWTFilter"),
