@@ -55,7 +55,7 @@ func FuzzDecode(f *testing.F) {
 		"- {apiVersion: networking.istio.io/v1alpha3, kind: EnvoyFilter, metadata: {name: b}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"))
 	f.Add([]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: gw-cert, namespace: gw}\ntype: kubernetes.io/tls\n" +
 		"data: {tls.crt: Q0VSVA==, tls.key: S0VZ, bad key: eA==}\nstringData: {ca.crt: CA}\n"))
-	f.Add([]byte(unsupportedVS)) // fields of the ledger's unsupported ones (ledger_walk_test.go)
+	f.Add([]byte(unsupportedConfig)) // fields of the ledger's unsupported ones (ledger_walk_test.go)
 	if workloads := benchWorkloads(f, 2); workloads != nil {
 		names := make([]string, 0, len(workloads))
 		for name := range workloads {

@@ -30,7 +30,9 @@
 // The field ledger (ledger.go) classifies every field of every istio.io/api
 // message pilotfish reads: honoured (naming the test that proves it),
 // partial, or unsupported. Unsupported turns the unsupported fields an
-// object sets into warnings; DecodeWithWarnings, the Kubernetes source and
+// object sets, and the values of supported fields the ledger warns about
+// (a policy whose targets attach it to waypoints only), into warnings;
+// DecodeWithWarnings, the Kubernetes source and
 // the webhook report them, so nothing pilotfish ignores is accepted
 // silently. docs/compatibility.md is generated from the ledger.
 //

@@ -51,7 +51,7 @@ type Error struct {
 	cause error // one of the sentinels above
 	// unsupported marks a warning of the field ledger (ledger.go): the
 	// unsupported field's path without indexes
-	// ("spec.http[].match[].sourceLabels"), or unsupportedKind for a kind
+	// ("spec.tcp[].match[].sourceSubnet"), or unsupportedKind for a kind
 	// pilotfish does not implement.
 	unsupported string
 }

@@ -65,6 +65,33 @@ type LedgerEntry struct {
 	// Effect is, for NotSupported, what happens instead; "" means the
 	// field is ignored.
 	Effect string
+	// values, for a Honoured or Partial field, picks out the values that
+	// still have no effect in pilotfish: each gets a warning as an
+	// unsupported field would.
+	values *valueWarning
+}
+
+// valueWarning is a warning about some values of a supported field.
+type valueWarning struct {
+	// applies reports whether a set value of the field (a message, or a
+	// list or map of them) is one pilotfish cannot honour. It runs for
+	// every object setting the field: it must not allocate.
+	applies func(protoreflect.Value) bool
+	// when says which values, for docs/compatibility.md.
+	when string
+	// why and effect make the warning, as Note and Effect do.
+	why, effect string
+}
+
+// message is the warning's text (checked against maxWarningLen).
+func (v *valueWarning) message() string {
+	return "not supported by pilotfish: " + v.why + "; " + v.effect
+}
+
+// message is the warning's text for an unsupported field (checked
+// against maxWarningLen).
+func (e *LedgerEntry) message() string {
+	return "not supported by pilotfish: " + e.Note + "; " + e.effect()
 }
 
 // effect is what a warning says happens to an unsupported field.
@@ -87,6 +114,12 @@ func partial(test, caveat string) LedgerEntry {
 }
 
 func unsupported(why string) LedgerEntry { return LedgerEntry{Support: NotSupported, Note: why} }
+
+// warnWhen adds to a supported entry a warning about some of its values.
+func (e LedgerEntry) warnWhen(w valueWarning) LedgerEntry {
+	e.values = &w
+	return e
+}
 
 // unsupportedDoes is an unsupported field whose presence does something
 // other than nothing (a match that never applies, a route dropped).
@@ -230,19 +263,21 @@ func reachableFields() map[protoreflect.FullName]map[Kind]bool {
 }
 
 // kindLedger is what Unsupported needs of one kind, computed once: for
-// each message reachable from its spec with an unsupported field somewhere
-// below it, the fields worth looking at (unsupported ones, and those
-// leading to one). A message without any is absent: the walk skips it
-// without looking at its fields.
+// each message reachable from its spec with an unsupported field (or a
+// field with a value warning) somewhere below it, the fields worth looking
+// at (those, and those leading to one). A message without any is absent:
+// the walk skips it without looking at its fields.
 type kindLedger struct {
 	messages map[protoreflect.MessageDescriptor][]ledgerField
 }
 
 // ledgerField is a field the walk looks at: unsupported (entry), or one
-// to descend into (entry nil).
+// whose values are checked (values), descended into (descend), or both.
 type ledgerField struct {
-	fd    protoreflect.FieldDescriptor
-	entry *LedgerEntry
+	fd      protoreflect.FieldDescriptor
+	entry   *LedgerEntry
+	values  *valueWarning
+	descend bool
 }
 
 var compiledLedger = sync.OnceValue(func() *[numKinds]*kindLedger {
@@ -267,8 +302,12 @@ var compiledLedger = sync.OnceValue(func() *[numKinds]*kindLedger {
 				}
 				// An unclassified field is left alone here (the CI test
 				// fails on it); what is below it is still checked.
+				f := ledgerField{fd: fd, values: e.values}
 				if sub := fieldMessage(fd); sub != nil && walk(sub) {
-					fields = append(fields, ledgerField{fd: fd})
+					f.descend = true
+				}
+				if f.values != nil || f.descend {
+					fields = append(fields, f)
 				}
 			}
 			if len(fields) > 0 {

@@ -32,6 +32,9 @@ field of every message it reads is classified here, per kind:
   the config directory and from the API server, and the gauge
   ` + "`pilotfish_config_unsupported_fields{kind,field}`" + ` counts the objects setting it.
 
+A supported field some of whose values pilotfish cannot honour says which
+("**warning** when ..."): setting it so gets the same warning.
+
 A field below an unsupported one is not listed: the warning of its parent
 covers it. A message met again at another path of the same kind is listed
 once; the later path reads "same fields as" the first. A CI test
@@ -102,6 +105,9 @@ func detailCell(r ledgerRow) string {
 		s = "`" + e.Test + "`; " + e.Note
 	default:
 		s = "`" + e.Test + "`"
+	}
+	if w := e.values; w != nil {
+		s += "; **warning** when " + w.when + ": " + w.why + "; " + w.effect
 	}
 	if r.SameAs != "" {
 		s += "; same fields as `" + r.SameAs + "`"

@@ -1,19 +1,70 @@
 package ingest
 
+import (
+	"google.golang.org/protobuf/reflect/protoreflect"
+	typev1beta1 "istio.io/api/type/v1beta1"
+)
+
 // The ledger of security.istio.io (ledger.go): every field reachable from
 // the specs of AuthorizationPolicy, PeerAuthentication and
 // RequestAuthentication.
 
-const whyTargetRefs = "targetRefs attach a policy to Gateway API gateways and waypoints, which pilotfish does not implement"
+// policyTargets classifies targetRef and targetRefs: attached as istiod
+// attaches them (rules/authn_target.go), with a warning for the targets
+// that reach only waypoints.
+var policyTargets = partial("rules.TestPolicyTargetRefsMatchIstiod",
+	"attached as istiod attaches it: to the proxies of Gateway API gateways (label "+
+		"gateway.networking.k8s.io/gateway-name) it names in its namespace; sidecars and Istio Gateway "+
+		"routers ignore a policy with targets, as in istiod").warnWhen(valueWarning{
+	applies: waypointTargetsOnly,
+	when:    "no target is a Gateway",
+	why:     "Service, ServiceEntry and GatewayClass targets attach a policy to waypoints only, which pilotfish does not serve",
+	effect:  "the policy applies to no proxy",
+})
+
+// waypointTargetsOnly reports whether a targetRef (a message) or targetRefs
+// (a list) names only kinds that istiod attaches to waypoints (its
+// ShouldAttachPolicy): Service, ServiceEntry, GatewayClass. Validation
+// allows those and Gateway only, so any other target (an invalid object)
+// does not count as one.
+func waypointTargetsOnly(v protoreflect.Value) bool {
+	switch x := v.Interface().(type) {
+	case protoreflect.Message:
+		return waypointTarget(x)
+	case protoreflect.List:
+		for i := 0; i < x.Len(); i++ {
+			if !waypointTarget(x.Get(i).Message()) {
+				return false
+			}
+		}
+		return x.Len() > 0
+	}
+	return false
+}
+
+func waypointTarget(m protoreflect.Message) bool {
+	r, ok := m.Interface().(*typev1beta1.PolicyTargetReference)
+	if !ok {
+		return false
+	}
+	group := r.GetGroup()
+	switch r.GetKind() {
+	case "Service":
+		return group == "" || group == "core"
+	case "ServiceEntry":
+		return group == "networking.istio.io"
+	case "GatewayClass":
+		return group == "gateway.networking.k8s.io"
+	}
+	return false
+}
 
 var securityLedger = ledgerTable{
 	// AuthorizationPolicy
-	"istio.security.v1beta1.AuthorizationPolicy.selector": honoured("rules.TestWorkloadSecurity"),
-	"istio.security.v1beta1.AuthorizationPolicy.targetRef": unsupportedDoes(whyTargetRefs,
-		"the policy applies to no workload"),
-	"istio.security.v1beta1.AuthorizationPolicy.targetRefs": unsupportedDoes(whyTargetRefs,
-		"the policy applies to no workload"),
-	"istio.security.v1beta1.AuthorizationPolicy.rules": honoured("encode.TestAzPolicy"),
+	"istio.security.v1beta1.AuthorizationPolicy.selector":   honoured("rules.TestWorkloadSecurity"),
+	"istio.security.v1beta1.AuthorizationPolicy.targetRef":  policyTargets,
+	"istio.security.v1beta1.AuthorizationPolicy.targetRefs": policyTargets,
+	"istio.security.v1beta1.AuthorizationPolicy.rules":      honoured("encode.TestAzPolicy"),
 	"istio.security.v1beta1.AuthorizationPolicy.action": partial("encode.TestAuthzFilters",
 		"CUSTOM has no extension provider to call: its rules deny, as istiod does for a provider it cannot resolve"),
 	"istio.security.v1beta1.AuthorizationPolicy.provider": unsupportedDoes(
@@ -40,28 +91,26 @@ var securityLedger = ledgerTable{
 	"istio.security.v1beta1.Source.not_ip_blocks":          honoured("engine.TestScenarios/ledger-security"),
 	"istio.security.v1beta1.Source.remote_ip_blocks":       honoured("encode.TestAzPolicy"),
 	"istio.security.v1beta1.Source.not_remote_ip_blocks":   honoured("engine.TestScenarios/ledger-security"),
-	"istio.security.v1beta1.Source.trust_domains": unsupportedDoes(
-		"matching on the peer's trust domain is not implemented", "the source matches any trust domain"),
-	"istio.security.v1beta1.Source.not_trust_domains": unsupportedDoes(
-		"matching on the peer's trust domain is not implemented", "the source matches any trust domain"),
-	"istio.security.v1beta1.Operation.hosts":       honoured("encode.TestAzPolicy"),
-	"istio.security.v1beta1.Operation.not_hosts":   honoured("engine.TestScenarios/ledger-security"),
-	"istio.security.v1beta1.Operation.ports":       honoured("rules.TestWorkloadSecurity"),
-	"istio.security.v1beta1.Operation.not_ports":   honoured("encode.TestAzPolicy"),
-	"istio.security.v1beta1.Operation.methods":     honoured("encode.TestAzPolicy"),
-	"istio.security.v1beta1.Operation.not_methods": honoured("engine.TestScenarios/ledger-security"),
-	"istio.security.v1beta1.Operation.paths":       honoured("rules.TestDryRunPolicy"),
-	"istio.security.v1beta1.Operation.not_paths":   honoured("engine.TestScenarios/ledger-security"),
-	"istio.security.v1beta1.Condition.key":         honoured("encode.TestAzPolicy"),
-	"istio.security.v1beta1.Condition.values":      honoured("encode.TestAzPolicy"),
-	"istio.security.v1beta1.Condition.not_values":  honoured("engine.TestScenarios/ledger-security"),
+	"istio.security.v1beta1.Source.trust_domains":          honoured("rules.TestTrustDomainAliasesMatchIstiod"),
+	"istio.security.v1beta1.Source.not_trust_domains":      honoured("encode.TestAzTrustDomainPolicy"),
+	"istio.security.v1beta1.Operation.hosts":               honoured("encode.TestAzPolicy"),
+	"istio.security.v1beta1.Operation.not_hosts":           honoured("engine.TestScenarios/ledger-security"),
+	"istio.security.v1beta1.Operation.ports":               honoured("rules.TestWorkloadSecurity"),
+	"istio.security.v1beta1.Operation.not_ports":           honoured("encode.TestAzPolicy"),
+	"istio.security.v1beta1.Operation.methods":             honoured("encode.TestAzPolicy"),
+	"istio.security.v1beta1.Operation.not_methods":         honoured("engine.TestScenarios/ledger-security"),
+	"istio.security.v1beta1.Operation.paths":               honoured("rules.TestDryRunPolicy"),
+	"istio.security.v1beta1.Operation.not_paths":           honoured("engine.TestScenarios/ledger-security"),
+	"istio.security.v1beta1.Condition.key":                 honoured("encode.TestAzPolicy"),
+	"istio.security.v1beta1.Condition.values":              honoured("encode.TestAzPolicy"),
+	"istio.security.v1beta1.Condition.not_values":          honoured("engine.TestScenarios/ledger-security"),
 
 	// Selectors and targets of the three kinds.
 	"istio.type.v1beta1.WorkloadSelector.match_labels":   honoured("rules.TestWorkloadSecurity"),
-	"istio.type.v1beta1.PolicyTargetReference.group":     unsupported(whyTargetRefs),
-	"istio.type.v1beta1.PolicyTargetReference.kind":      unsupported(whyTargetRefs),
-	"istio.type.v1beta1.PolicyTargetReference.name":      unsupported(whyTargetRefs),
-	"istio.type.v1beta1.PolicyTargetReference.namespace": unsupported(whyTargetRefs),
+	"istio.type.v1beta1.PolicyTargetReference.group":     honoured("rules.TestPolicyTargetRefs"),
+	"istio.type.v1beta1.PolicyTargetReference.kind":      honoured("rules.TestPolicyTargetRefs"),
+	"istio.type.v1beta1.PolicyTargetReference.name":      honoured("rules.TestPolicyTargetRefs"),
+	"istio.type.v1beta1.PolicyTargetReference.namespace": honoured("rules.TestPolicyTargetRefs"),
 
 	// PeerAuthentication
 	"istio.security.v1beta1.PeerAuthentication.selector":        honoured("rules.TestWorkloadSecurity"),
@@ -70,17 +119,13 @@ var securityLedger = ledgerTable{
 	"istio.security.v1beta1.PeerAuthentication.MutualTLS.mode":  honoured("rules.TestWorkloadSecurity"),
 
 	// RequestAuthentication
-	"istio.security.v1beta1.RequestAuthentication.selector": honoured("rules.TestWorkloadSecurity"),
-	"istio.security.v1beta1.RequestAuthentication.targetRef": unsupportedDoes(whyTargetRefs,
-		"the policy applies to no workload"),
-	"istio.security.v1beta1.RequestAuthentication.targetRefs": unsupportedDoes(whyTargetRefs,
-		"the policy applies to no workload"),
-	"istio.security.v1beta1.RequestAuthentication.jwt_rules": honoured("encode.TestJWTFilter"),
-	"istio.security.v1beta1.JWTRule.issuer":                  honoured("encode.TestJWTFilter"),
-	"istio.security.v1beta1.JWTRule.audiences":               honoured("encode.TestJWTFilter"),
-	"istio.security.v1beta1.JWTRule.jwks_uri": partial("encode.TestJWTFilter",
-		"Envoy fetches the keys itself through the outbound cluster of the URI's host (a service the proxy must see; "+
-			"an IP literal host drops the rule), where istiod fetches them and inlines them"),
+	"istio.security.v1beta1.RequestAuthentication.selector":   honoured("rules.TestWorkloadSecurity"),
+	"istio.security.v1beta1.RequestAuthentication.targetRef":  policyTargets,
+	"istio.security.v1beta1.RequestAuthentication.targetRefs": policyTargets,
+	"istio.security.v1beta1.RequestAuthentication.jwt_rules":  honoured("encode.TestJWTFilter"),
+	"istio.security.v1beta1.JWTRule.issuer":                   honoured("encode.TestJWTFilter"),
+	"istio.security.v1beta1.JWTRule.audiences":                honoured("encode.TestJWTFilter"),
+	"istio.security.v1beta1.JWTRule.jwks_uri":                 honoured("cmd/pilotfish.TestE2EJWKSFetchedAndPushed"),
 	"istio.security.v1beta1.JWTRule.jwks":                     honoured("encode.TestJWTFilter"),
 	"istio.security.v1beta1.JWTRule.from_headers":             honoured("encode.TestJWTFilter"),
 	"istio.security.v1beta1.JWTRule.from_params":              honoured("engine.TestScenarios/ledger-security"),
@@ -88,11 +133,11 @@ var securityLedger = ledgerTable{
 	"istio.security.v1beta1.JWTRule.from_cookies":             honoured("engine.TestScenarios/ledger-security"),
 	"istio.security.v1beta1.JWTRule.forward_original_token":   honoured("encode.TestJWTFilter"),
 	"istio.security.v1beta1.JWTRule.output_claim_to_headers":  honoured("engine.TestScenarios/ledger-security"),
-	"istio.security.v1beta1.JWTRule.timeout":                  honoured("jwks.TestResolverFailures"),
-	"istio.security.v1beta1.JWTRule.space_delimited_claims": unsupported(
-		"claims are matched as written; splitting custom claims on spaces is not implemented"),
-	"istio.security.v1beta1.JWTHeader.name":       honoured("encode.TestJWTFilter"),
-	"istio.security.v1beta1.JWTHeader.prefix":     honoured("encode.TestJWTFilter"),
-	"istio.security.v1beta1.ClaimToHeader.header": honoured("engine.TestScenarios/ledger-security"),
-	"istio.security.v1beta1.ClaimToHeader.claim":  honoured("engine.TestScenarios/ledger-security"),
+	"istio.security.v1beta1.JWTRule.timeout": honouredNote("encode.TestJWTFilter",
+		"the control plane's JWKS fetch timeout (ingest.TestJWKSInput), or Envoy's with PILOT_JWT_ENABLE_REMOTE_JWKS=envoy"),
+	"istio.security.v1beta1.JWTRule.space_delimited_claims": honoured("rules.TestJWTAuthnMatchesIstiod"),
+	"istio.security.v1beta1.JWTHeader.name":                 honoured("encode.TestJWTFilter"),
+	"istio.security.v1beta1.JWTHeader.prefix":               honoured("encode.TestJWTFilter"),
+	"istio.security.v1beta1.ClaimToHeader.header":           honoured("engine.TestScenarios/ledger-security"),
+	"istio.security.v1beta1.ClaimToHeader.claim":            honoured("engine.TestScenarios/ledger-security"),
 }

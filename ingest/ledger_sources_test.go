@@ -40,12 +40,13 @@ metadata: {name: reviews, namespace: shop}
 spec:
   host: reviews
   trafficPolicy:
-    tunnel: {protocol: CONNECT, targetHost: egress.example.com, targetPort: 8080}
+    outlierDetection: {consecutiveErrors: 5}
 `)
 	f.sync()
 	errs := f.src.Errors()
-	if len(errs) != 1 || !hasWarning(errs, "dr.yaml:7: warning: DestinationRule shop/reviews: spec.trafficPolicy.tunnel: not supported by pilotfish") {
-		t.Fatalf("errors %v, want the tunnel's warning", errs)
+	if len(errs) != 1 || !hasWarning(errs,
+		"dr.yaml:7: warning: DestinationRule shop/reviews: spec.trafficPolicy.outlierDetection.consecutiveErrors: not supported by pilotfish") {
+		t.Fatalf("errors %v, want the consecutiveErrors warning", errs)
 	}
 	drKey := ObjectKey{Kind: KindDestinationRule, Namespace: "shop", Name: "reviews"}
 	if _, ok := f.src.applied[drKey]; !ok {
@@ -73,11 +74,12 @@ kind: DestinationRule
 metadata: {name: reviews, namespace: shop}
 spec:
   host: reviews
-  workloadSelector: {matchLabels: {app: reviews}}
+  trafficPolicy:
+    loadBalancer: {zoneAwareLbSetting: {enabled: true}}
 `)
 	f.sync()
-	if errs := f.src.Errors(); !hasWarning(errs, "spec.workloadSelector: not supported by pilotfish") {
-		t.Fatalf("errors %v, want the workloadSelector's warning", errs)
+	if errs := f.src.Errors(); len(errs) != 1 || !hasWarning(errs, "spec.trafficPolicy.loadBalancer.zoneAwareLbSetting: not supported by pilotfish") {
+		t.Fatalf("errors %v, want the zoneAwareLbSetting's warning", errs)
 	}
 	if err := os.Remove(filepath.Join(f.dir, "dr.yaml")); err != nil {
 		t.Fatal(err)
@@ -94,13 +96,13 @@ spec:
 func TestKubeSourceReportsUnsupportedFields(t *testing.T) {
 	vs := &networkingv1.VirtualService{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: "shop", Generation: 1}}
 	vs.Spec.Hosts = []string{"reviews"}
-	vs.Spec.Http = []*networking.HTTPRoute{{
-		Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"app": "client"}}},
-		Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews"}}},
+	vs.Spec.Tcp = []*networking.TCPRoute{{
+		Match: []*networking.L4MatchAttributes{{SourceSubnet: "10.0.0.0/8"}},
+		Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: "reviews"}}},
 	}}
 	f := newKubeFixture(t, true, vs)
 	f.eventually("applied", func() bool { return len(f.vsHosts("reviews")) == 1 })
-	want := "VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish"
+	want := "VirtualService shop/reviews: spec.tcp[0].match[0].sourceSubnet: not supported by pilotfish"
 	f.eventually("warning listed", func() bool { return hasWarning(f.src.Errors(), want) })
 	if errs := f.src.Errors(); len(errs) != 1 {
 		t.Fatalf("errors %v, want the one warning", errs)
@@ -109,7 +111,7 @@ func TestKubeSourceReportsUnsupportedFields(t *testing.T) {
 	ctx := context.Background()
 	fixed := vs.DeepCopy()
 	fixed.Generation = 2
-	fixed.Spec.Http[0].Match = nil
+	fixed.Spec.Tcp[0].Match = nil
 	if _, err := f.istio.NetworkingV1().VirtualServices("shop").Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +119,13 @@ func TestKubeSourceReportsUnsupportedFields(t *testing.T) {
 
 	again := fixed.DeepCopy()
 	again.Generation = 3
-	again.Spec.Http[0].Delegate = &networking.Delegate{Name: "other"}
-	again.Spec.Http[0].Route = nil
+	again.Spec.Tcp[0].Match = []*networking.L4MatchAttributes{{Port: 5432}, {SourceSubnet: "10.1.0.0/16"}}
 	if _, err := f.istio.NetworkingV1().VirtualServices("shop").Update(ctx, again, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.eventually("delegate warning", func() bool { return hasWarning(f.src.Errors(), "spec.http[0].delegate: not supported") })
+	f.eventually("warning of the second match", func() bool {
+		return hasWarning(f.src.Errors(), "spec.tcp[0].match[1].sourceSubnet: not supported")
+	})
 	if err := f.istio.NetworkingV1().VirtualServices("shop").Delete(ctx, "reviews", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

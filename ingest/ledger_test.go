@@ -72,11 +72,22 @@ func checkLedgerEntry(t *testing.T, name string, e LedgerEntry) {
 		if e.Note == "" || e.Test != "" {
 			t.Errorf("%s: unsupported needs a reason and no test", name)
 		}
-		if msg := "not supported by pilotfish: " + e.Note + "; " + e.effect(); len(msg) > maxWarningLen {
+		if msg := e.message(); len(msg) > maxWarningLen {
 			t.Errorf("%s: warning %q is %d bytes, over %d", name, msg, len(msg), maxWarningLen)
+		}
+		if e.values != nil {
+			t.Errorf("%s: unsupported with a value warning: every value is warned about", name)
 		}
 	default:
 		t.Errorf("%s: no support level", name)
+	}
+	if w := e.values; w != nil {
+		if w.applies == nil || w.when == "" || w.why == "" || w.effect == "" {
+			t.Errorf("%s: value warning needs applies, when, why and effect", name)
+		}
+		if msg := w.message(); len(msg) > maxWarningLen {
+			t.Errorf("%s: value warning %q is %d bytes, over %d", name, msg, len(msg), maxWarningLen)
+		}
 	}
 }
 
@@ -163,8 +174,8 @@ func TestLedgerDoc(t *testing.T) {
 }
 
 // TestLedgerCompiled checks what Unsupported walks: every unsupported
-// field a kind reaches is among the fields of its message, and the spec
-// leads to it.
+// field a kind reaches, and every field with a value warning, is among the
+// fields of its message, and the spec leads to it.
 func TestLedgerCompiled(t *testing.T) {
 	c := compiledLedger()
 	for _, k := range ledgerKinds() {
@@ -174,16 +185,16 @@ func TestLedgerCompiled(t *testing.T) {
 		}
 		want := 0
 		for _, r := range ledgerRows(k) {
-			if !r.Known || r.Entry.Support != NotSupported {
+			if !r.Known || r.Entry.Support != NotSupported && r.Entry.values == nil {
 				continue
 			}
 			want++
 			found := false
 			for _, f := range kl.messages[r.Field.ContainingMessage()] {
-				found = found || (f.fd == r.Field && f.entry != nil)
+				found = found || (f.fd == r.Field && (f.entry != nil || f.values == r.Entry.values))
 			}
 			if !found {
-				t.Errorf("%s %s unsupported but not compiled", k, r.Path)
+				t.Errorf("%s %s unsupported (or value-checked) but not compiled", k, r.Path)
 			}
 		}
 		if want > 0 && len(kl.messages[specDescriptor(k)]) == 0 {

@@ -10,10 +10,11 @@ import (
 
 // Unsupported returns one warning (an *Error wrapping ErrIgnored, so
 // IsWarning is true) for each field of the ledger's unsupported ones that
-// o's spec sets, naming the object and the field's JSON path
-// ("spec.http[0].match[1].sourceLabels") and, for an object decoded from a
-// file, the field's line. Kubernetes kinds and objects that set no
-// unsupported field give nil.
+// o's spec sets, and for each supported field set to a value the ledger
+// warns about (a policy whose targets attach it to waypoints only), naming
+// the object and the field's JSON path ("spec.tcp[0].match[1].sourceSubnet")
+// and, for an object decoded from a file, the field's line. Kubernetes
+// kinds and objects that set no unsupported field give nil.
 //
 // It costs a walk of the set fields of the messages below which an
 // unsupported field can be (the others are skipped by descriptor); an
@@ -78,9 +79,15 @@ func (w *ledgerWalker) message(m protoreflect.Message) {
 		w.steps[w.depth] = ledgerStep{fd: f.fd, index: -1}
 		w.depth++
 		if f.entry != nil {
-			w.report(f.entry)
+			w.report(f.entry.message())
 		} else {
-			w.descend(f.fd, m.Get(f.fd))
+			v := m.Get(f.fd)
+			if f.values != nil && f.values.applies(v) {
+				w.report(f.values.message())
+			}
+			if f.descend {
+				w.descend(f.fd, v)
+			}
 		}
 		w.depth--
 	}
@@ -114,7 +121,8 @@ func (w *ledgerWalker) descend(fd protoreflect.FieldDescriptor, v protoreflect.V
 	}
 }
 
-func (w *ledgerWalker) report(e *LedgerEntry) {
+// report adds the warning msg for the field the walker is at.
+func (w *ledgerWalker) report(msg string) {
 	var p *fieldPath
 	p = p.f("spec")
 	var generic strings.Builder
@@ -135,7 +143,7 @@ func (w *ledgerWalker) report(e *LedgerEntry) {
 			}
 		}
 	}
-	w.r.add(ErrIgnored, p, "not supported by pilotfish: "+e.Note+"; "+e.effect())
+	w.r.add(ErrIgnored, p, msg)
 	last := w.r.errs[len(w.r.errs)-1].(*Error)
 	last.unsupported = generic.String()
 }
@@ -145,7 +153,7 @@ func (w *ledgerWalker) report(e *LedgerEntry) {
 type UnsupportedUse struct {
 	Kind string // "VirtualService"; for an unimplemented kind, its name ("EnvoyFilter")
 	// Field is the field's path without indexes
-	// ("spec.http[].match[].sourceLabels"); "" for an unimplemented kind.
+	// ("spec.tcp[].match[].sourceSubnet"); "" for an unimplemented kind.
 	Field   string
 	Objects int
 }

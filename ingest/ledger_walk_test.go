@@ -11,31 +11,43 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// unsupportedVS sets three unsupported fields (the second match's
-// sourceLabels, a delegate, a TCP match's sourceSubnet) among honoured
-// ones, and an EnvoyFilter, a kind pilotfish does not implement.
-const unsupportedVS = `apiVersion: networking.istio.io/v1
-kind: VirtualService
+// unsupportedConfig sets unsupported fields among honoured ones: a
+// Gateway three (the second server's bind and client CA secret, the third
+// server's defaultEndpoint), a VirtualService one (a TCP route's second
+// match's sourceSubnet); and an EnvoyFilter, a kind pilotfish does not
+// implement.
+const unsupportedConfig = `apiVersion: networking.istio.io/v1
+kind: Gateway
 metadata:
-  name: reviews
+  name: ingress
   namespace: shop
 spec:
-  hosts: [reviews]
-  http:
-  - match:
-    - uri: {prefix: /a}
-    - uri: {prefix: /b}
-      sourceLabels:
-        app: client
-    route:
-    - destination: {host: reviews}
-  - delegate:
-      name: other
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: [shop/*]
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [shop/*]
+    bind: 10.0.0.1
+    tls:
+      mode: MUTUAL
+      credentialName: shop-cert
+      caCertCredentialName: shop-ca
+  - port: {number: 8080, name: http-alt, protocol: HTTP}
+    hosts: [shop/*]
+    defaultEndpoint: 127.0.0.1:8080
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: db, namespace: shop}
+spec:
+  hosts: [db]
   tcp:
   - match:
+    - port: 5432
     - sourceSubnet: 10.0.0.0/8
     route:
-    - destination: {host: reviews}
+    - destination: {host: db}
 ---
 apiVersion: networking.istio.io/v1alpha3
 kind: EnvoyFilter
@@ -49,21 +61,25 @@ spec: {}
 // valid. Decode reports the same warnings as Unsupported on the decoded
 // object.
 func TestUnsupportedWarnings(t *testing.T) {
-	objs, errs, warns := ingest.DecodeWithWarnings("vs.yaml", []byte(unsupportedVS))
-	if len(errs) > 0 || len(objs) != 1 {
+	objs, errs, warns := ingest.DecodeWithWarnings("mesh.yaml", []byte(unsupportedConfig))
+	if len(errs) > 0 || len(objs) != 2 {
 		t.Fatalf("decode: %d objects, errors %v", len(objs), errs)
 	}
-	if verrs := ingest.Validate(&objs[0]); len(verrs) > 0 {
-		t.Fatalf("valid object rejected: %v", verrs)
+	for i := range objs {
+		if verrs := ingest.Validate(&objs[i]); len(verrs) > 0 {
+			t.Fatalf("valid object rejected: %v", verrs)
+		}
 	}
 	want := []string{
-		"vs.yaml:12: warning: VirtualService shop/reviews: spec.http[0].match[1].sourceLabels: not supported by pilotfish: " +
-			"source labels cannot be evaluated: a proxy class carries no workload labels; a match that sets it never applies",
-		"vs.yaml:16: warning: VirtualService shop/reviews: spec.http[1].delegate: not supported by pilotfish: " +
-			"delegation (merging VirtualServices) is not implemented; the delegating route is dropped",
-		"vs.yaml:20: warning: VirtualService shop/reviews: spec.tcp[0].match[0].sourceSubnet: not supported by pilotfish: " +
+		"mesh.yaml:13: warning: Gateway shop/ingress: spec.servers[1].bind: not supported by pilotfish: " +
+			"binding a gateway listener to one address is not implemented (only the route name carries it); the listener listens on every address",
+		"mesh.yaml:17: warning: Gateway shop/ingress: spec.servers[1].tls.caCertCredentialName: not supported by pilotfish: " +
+			"a separate client CA secret is not implemented; put ca.crt in the credentialName secret; the field is ignored",
+		"mesh.yaml:20: warning: Gateway shop/ingress: spec.servers[2].defaultEndpoint: not supported by pilotfish: " +
+			"a gateway forwards by its routes; istiod ignores it too; the field is ignored",
+		"mesh.yaml:30: warning: VirtualService shop/db: spec.tcp[0].match[1].sourceSubnet: not supported by pilotfish: " +
 			"matching on the client's subnet is not implemented; the field is ignored",
-		"vs.yaml:24: warning: EnvoyFilter shop/tweak: not implemented by pilotfish (networking.istio.io/v1alpha3); the object is ignored",
+		"mesh.yaml:34: warning: EnvoyFilter shop/tweak: not implemented by pilotfish (networking.istio.io/v1alpha3); the object is ignored",
 	}
 	if got := errorStrings(warns); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -77,13 +93,15 @@ func TestUnsupportedWarnings(t *testing.T) {
 			t.Errorf("%v does not name its object", w)
 		}
 	}
-	// Unsupported on the decoded object: the same warnings (lines from the
-	// object's source text), the kind's aside.
-	if got, want := errorStrings(ingest.Unsupported(&objs[0])), want[:3]; strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("Unsupported:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	// Unsupported on each decoded object: the same warnings (lines from
+	// the object's source text), the kind's aside.
+	for i, want := range [][]string{want[:3], want[3:4]} {
+		if got := errorStrings(ingest.Unsupported(&objs[i])); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("Unsupported(%s):\n%s\nwant:\n%s", objs[i].Key(), strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 	// Decode (no warnings) leaves them out.
-	if _, errs := ingest.Decode("vs.yaml", []byte(unsupportedVS)); len(errs) > 0 {
+	if _, errs := ingest.Decode("mesh.yaml", []byte(unsupportedConfig)); len(errs) > 0 {
 		t.Errorf("Decode: %v", errs)
 	}
 
@@ -142,18 +160,76 @@ spec:
 	}
 }
 
+// TestUnsupportedPolicyTargets: a policy's targetRef(s) are honoured for
+// Gateway API gateways, but targets that are all of kind Service,
+// ServiceEntry or GatewayClass attach it to waypoints only (istiod's
+// ShouldAttachPolicy), which pilotfish does not serve: that value, and
+// only that one, gets a warning at the field, counted under its path.
+func TestUnsupportedPolicyTargets(t *testing.T) {
+	const why = "not supported by pilotfish: Service, ServiceEntry and GatewayClass targets attach a policy to waypoints only, " +
+		"which pilotfish does not serve; the policy applies to no proxy"
+	policy := func(kind, spec string) string {
+		return "apiVersion: security.istio.io/v1\nkind: " + kind + "\nmetadata: {name: p, namespace: shop}\nspec:\n" + spec
+	}
+	gateway := "{group: gateway.networking.k8s.io, kind: Gateway, name: gw}"
+	for _, tc := range []struct {
+		name, yaml string
+		want       string // the warning; "" for none
+	}{
+		{"service", policy("AuthorizationPolicy", "  targetRefs: [{kind: Service, name: reviews}]\n  action: DENY\n  rules: [{}]\n"),
+			"p.yaml:5: warning: AuthorizationPolicy shop/p: spec.targetRefs: " + why},
+		{"core service and gateway class", policy("AuthorizationPolicy",
+			"  targetRefs:\n  - {group: core, kind: Service, name: reviews}\n  - {group: gateway.networking.k8s.io, kind: GatewayClass, name: istio-waypoint}\n"),
+			"p.yaml:5: warning: AuthorizationPolicy shop/p: spec.targetRefs: " + why},
+		{"service entry", policy("RequestAuthentication", "  targetRef: {group: networking.istio.io, kind: ServiceEntry, name: ext}\n"),
+			"p.yaml:5: warning: RequestAuthentication shop/p: spec.targetRef: " + why},
+		{"gateway", policy("AuthorizationPolicy", "  targetRef: "+gateway+"\n"), ""},
+		{"gateway among services", policy("RequestAuthentication",
+			"  targetRefs: [{kind: Service, name: reviews}, "+gateway+"]\n"), ""},
+		{"selector", policy("AuthorizationPolicy", "  selector: {matchLabels: {app: reviews}}\n"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, errs, warns := ingest.DecodeWithWarnings("p.yaml", []byte(tc.yaml))
+			if len(errs) > 0 || len(objs) != 1 {
+				t.Fatalf("decode: %d objects, errors %v", len(objs), errs)
+			}
+			if verrs := ingest.Validate(&objs[0]); len(verrs) > 0 {
+				t.Fatalf("valid object rejected: %v", verrs)
+			}
+			got := strings.Join(errorStrings(warns), "\n")
+			if got != tc.want {
+				t.Fatalf("warnings %q, want %q", got, tc.want)
+			}
+			if tc.want == "" {
+				return
+			}
+			if !ingest.IsWarning(warns[0]) {
+				t.Errorf("%v is not a warning", warns[0])
+			}
+			field := "spec.targetRefs"
+			if strings.Contains(tc.want, "spec.targetRef:") {
+				field = "spec.targetRef"
+			}
+			counts := ingest.CountUnsupported(warns)
+			if len(counts) != 1 || counts[0].Field != field || counts[0].Objects != 1 {
+				t.Errorf("counts %v, want one object under %s", counts, field)
+			}
+		})
+	}
+}
+
 // TestCountUnsupported: the gauge's values count objects, each once per
 // field however often it sets it; kinds pilotfish does not implement have
 // an empty field; other problems are not counted.
 func TestCountUnsupported(t *testing.T) {
-	_, errs, warns := ingest.DecodeWithWarnings("vs.yaml", []byte(unsupportedVS+`---
+	_, errs, warns := ingest.DecodeWithWarnings("mesh.yaml", []byte(unsupportedConfig+`---
 apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: other, namespace: shop}
 spec:
   hosts: [other]
-  http:
-  - match: [{sourceLabels: {a: b}}, {sourceLabels: {c: d}}]
+  tcp:
+  - match: [{sourceSubnet: 10.1.0.0/16}, {sourceSubnet: 10.2.0.0/16}]
     route: [{destination: {host: other}}]
 ---
 apiVersion: networking.istio.io/v1
@@ -164,9 +240,10 @@ spec: {hostz: [a]}
 	got := ingest.CountUnsupported(append(warns, errs...))
 	want := []ingest.UnsupportedUse{
 		{Kind: "EnvoyFilter", Field: "", Objects: 1},
-		{Kind: "VirtualService", Field: "spec.http[].delegate", Objects: 1},
-		{Kind: "VirtualService", Field: "spec.http[].match[].sourceLabels", Objects: 2},
-		{Kind: "VirtualService", Field: "spec.tcp[].match[].sourceSubnet", Objects: 1},
+		{Kind: "Gateway", Field: "spec.servers[].bind", Objects: 1},
+		{Kind: "Gateway", Field: "spec.servers[].defaultEndpoint", Objects: 1},
+		{Kind: "Gateway", Field: "spec.servers[].tls.caCertCredentialName", Objects: 1},
+		{Kind: "VirtualService", Field: "spec.tcp[].match[].sourceSubnet", Objects: 2},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("counts %v, want %v", got, want)
@@ -181,20 +258,20 @@ spec: {hostz: [a]}
 // positions or the "warning:" prefix (kubectl adds its own), in the
 // request's namespace; a denied object carries them too.
 func TestReviewAdmissionWarnings(t *testing.T) {
-	vs := `{"apiVersion":"networking.istio.io/v1","kind":"VirtualService","metadata":{"name":"reviews"},` +
-		`"spec":{"hosts":["reviews"],"http":[{"match":[{"sourceLabels":{"app":"x"}}],"route":[{"destination":{"host":"reviews"}}]}]}}`
-	_, resp, err := ingest.ReviewAdmission(reviewBody(t, "CREATE", "networking.istio.io", "v1", "VirtualService", "shop", "reviews", vs))
+	vs := `{"apiVersion":"networking.istio.io/v1","kind":"VirtualService","metadata":{"name":"db"},` +
+		`"spec":{"hosts":["db"],"tcp":[{"match":[{"sourceSubnet":"10.0.0.0/8"}],"route":[{"destination":{"host":"db"}}]}]}}`
+	_, resp, err := ingest.ReviewAdmission(reviewBody(t, "CREATE", "networking.istio.io", "v1", "VirtualService", "shop", "db", vs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish: " +
-		"source labels cannot be evaluated: a proxy class carries no workload labels; a match that sets it never applies"}
+	want := []string{"VirtualService shop/db: spec.tcp[0].match[0].sourceSubnet: not supported by pilotfish: " +
+		"matching on the client's subnet is not implemented; the field is ignored"}
 	if !resp.Allowed || fmt.Sprint(resp.Warnings) != fmt.Sprint(want) {
 		t.Fatalf("allowed %v, warnings %q; want allowed with %q", resp.Allowed, resp.Warnings, want)
 	}
 
-	bad := strings.Replace(vs, `"hosts":["reviews"]`, `"hosts":["reviews"],"gateways":["Bad Name"]`, 1)
-	_, resp, err = ingest.ReviewAdmission(reviewBody(t, "CREATE", "networking.istio.io", "v1", "VirtualService", "shop", "reviews", bad))
+	bad := strings.Replace(vs, `"hosts":["db"]`, `"hosts":["db"],"gateways":["Bad Name"]`, 1)
+	_, resp, err = ingest.ReviewAdmission(reviewBody(t, "CREATE", "networking.istio.io", "v1", "VirtualService", "shop", "db", bad))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,10 +283,13 @@ func TestReviewAdmissionWarnings(t *testing.T) {
 	// together under the API server's 4096, the rest summed up.
 	var matches []string
 	for i := range 100 {
-		matches = append(matches, fmt.Sprintf(`{"sourceLabels":{"app":"x%d"}}`, i))
+		matches = append(matches, fmt.Sprintf(`{"sourceSubnet":"10.%d.0.0/16"}`, i))
 	}
-	many := strings.Replace(vs, `[{"sourceLabels":{"app":"x"}}]`, "["+strings.Join(matches, ",")+"]", 1)
-	out, resp, err := ingest.ReviewAdmission(reviewBody(t, "CREATE", "networking.istio.io", "v1", "VirtualService", "shop", "reviews", many))
+	many := strings.Replace(vs, `[{"sourceSubnet":"10.0.0.0/8"}]`, "["+strings.Join(matches, ",")+"]", 1)
+	if many == vs {
+		t.Fatal("no matches added")
+	}
+	out, resp, err := ingest.ReviewAdmission(reviewBody(t, "CREATE", "networking.istio.io", "v1", "VirtualService", "shop", "db", many))
 	if err != nil {
 		t.Fatal(err)
 	}

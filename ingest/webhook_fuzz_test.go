@@ -21,9 +21,18 @@ func FuzzAdmissionReview(f *testing.F) {
 	f.Add(reviewBody(f, "CREATE", "networking.istio.io", "v1", "DestinationRule", "default", "r",
 		`{"apiVersion":"networking.istio.io/v1","kind":"DestinationRule","metadata":{"name":"r"},"spec":{"host":"r","trafficPolicy":{"loadBalancer":{"simple":"ROUND_ROBIN"}}}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE","kind":{"group":"networking.istio.io","version":"v1","kind":"Gateway"},"object":[]}}`))
+	// Unsupported fields, and a supported field's value the ledger warns
+	// about (targets that attach to waypoints only).
 	f.Add(reviewBody(f, "CREATE", "networking.istio.io", "v1", "VirtualService", "shop", "reviews",
 		`{"apiVersion":"networking.istio.io/v1","kind":"VirtualService","metadata":{"name":"reviews"},"spec":{"hosts":["reviews"],`+
-			`"http":[{"match":[{"sourceLabels":{"a":"b"}}],"route":[{"destination":{"host":"reviews"}}]},{"delegate":{"name":"x"}}]}}`))
+			`"tcp":[{"match":[{"port":5432},{"sourceSubnet":"10.0.0.0/8"}],"route":[{"destination":{"host":"reviews"}}]}]}}`))
+	f.Add(reviewBody(f, "CREATE", "networking.istio.io", "v1", "Gateway", "shop", "gw",
+		`{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"gw"},"spec":{"servers":[`+
+			`{"port":{"number":443,"name":"https","protocol":"HTTPS"},"hosts":["*/*"],"bind":"10.0.0.1","defaultEndpoint":"127.0.0.1:8080",`+
+			`"tls":{"mode":"MUTUAL","credentialName":"c","caCertCredentialName":"ca","insecureSkipVerify":true}}]}}`))
+	f.Add(reviewBody(f, "CREATE", "security.istio.io", "v1", "AuthorizationPolicy", "shop", "svc",
+		`{"apiVersion":"security.istio.io/v1","kind":"AuthorizationPolicy","metadata":{"name":"svc"},`+
+			`"spec":{"targetRefs":[{"kind":"Service","name":"reviews"}],"action":"DENY","rules":[{}]}}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, resp, err := ingest.ReviewAdmission(body)

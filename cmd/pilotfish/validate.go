@@ -39,7 +39,7 @@ other projects' kinds are skipped.
 Fields pilotfish does not support (docs/compatibility.md lists every field
 of every Istio kind: honoured, or not supported and why) are warnings that
 name the field and say what happens instead, e.g.
-  vs.yaml:14: warning: VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish: ...
+  vs.yaml:14: warning: VirtualService shop/db: spec.tcp[0].match[0].sourceSubnet: not supported by pilotfish: ...
 Nothing pilotfish ignores is accepted silently.
 
 Each problem is printed to stderr on its own line as

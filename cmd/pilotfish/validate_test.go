@@ -140,17 +140,17 @@ metadata:
   namespace: shop
 spec:
   hosts: [reviews]
-  http:
+  tcp:
   - match:
-    - uri: {prefix: /api}
-      sourceLabels: {app: client}
+    - port: 9080
+      sourceSubnet: 10.0.0.0/8
     route:
     - destination: {host: reviews}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	warning := path + ":11: warning: VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish: " +
-		"source labels cannot be evaluated: a proxy class carries no workload labels; a match that sets it never applies\n"
+	warning := path + ":11: warning: VirtualService shop/reviews: spec.tcp[0].match[0].sourceSubnet: not supported by pilotfish: " +
+		"matching on the client's subnet is not implemented; the field is ignored\n"
 
 	stdout, stderr, code := runValidate(t, path)
 	if code != 0 || stdout != "1 object, 0 errors, 1 warning\n" || stderr != warning {

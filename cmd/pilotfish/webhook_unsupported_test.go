@@ -13,8 +13,9 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/internal/kubetest"
 )
 
-// TestUnsupportedFieldsEverywhere follows one unsupported field (a match's
-// sourceLabels) and one unsupported DestinationRule field (tunnel) through
+// TestUnsupportedFieldsEverywhere follows one unsupported field (a TCP
+// match's sourceSubnet) and one unsupported DestinationRule field
+// (outlierDetection.consecutiveErrors) through
 // a real kube-apiserver and a serving replica: kubectl apply prints the
 // webhook's warning and the object is stored; /debug/config_errors lists
 // the warnings of the API server's object and of the config directory's,
@@ -41,9 +42,9 @@ kind: VirtualService
 metadata: {name: reviews, namespace: shop}
 spec:
   hosts: [reviews]
-  http:
+  tcp:
   - match:
-    - sourceLabels: {app: client}
+    - sourceSubnet: 10.0.0.0/8
     route:
     - destination: {host: reviews}
 `
@@ -53,8 +54,8 @@ spec:
 	}
 	// The API server starts calling the webhook a moment after it is
 	// registered: apply until the warning shows.
-	warning := "Warning: VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish: " +
-		"source labels cannot be evaluated: a proxy class carries no workload labels; a match that sets it never applies"
+	warning := "Warning: VirtualService shop/reviews: spec.tcp[0].match[0].sourceSubnet: not supported by pilotfish: " +
+		"matching on the client's subnet is not implemented; the field is ignored"
 	eventuallyFor(t, 30*time.Second, "kubectl apply prints the webhook's warning", func() string {
 		out, err := c.Kubectl(t, "apply", "-f", vsFile)
 		if err != nil {
@@ -73,7 +74,7 @@ metadata: {name: ratings, namespace: shop}
 spec:
   host: ratings
   trafficPolicy:
-    tunnel: {protocol: CONNECT, targetHost: egress.example.com, targetPort: 8080}
+    outlierDetection: {consecutiveErrors: 5}
 `)
 	s := startKubeServe(t, c.Kubeconfig, func(o *serveOptions) { o.configDir = dir })
 
@@ -98,6 +99,7 @@ spec:
 		}
 		return "absent"
 	}
+	const vsField, drField = "spec.tcp[].match[].sourceSubnet", "spec.trafficPolicy.outlierDetection.consecutiveErrors"
 	has := func(list []string, parts ...string) bool {
 		for _, l := range list {
 			ok := true
@@ -113,20 +115,24 @@ spec:
 	eventually(t, "both warnings listed and counted", func() string {
 		errs := configErrors()
 		switch {
-		case !has(errs, "warning: VirtualService shop/reviews: spec.http[0].match[0].sourceLabels: not supported by pilotfish"):
-			return fmt.Sprintf("no sourceLabels warning in %q", errs)
-		case !has(errs, "dr.yaml:7: warning: DestinationRule shop/ratings: spec.trafficPolicy.tunnel: not supported by pilotfish"):
-			return fmt.Sprintf("no tunnel warning in %q", errs)
-		case gauge("VirtualService", "spec.http[].match[].sourceLabels") != "1":
-			return "sourceLabels gauge " + gauge("VirtualService", "spec.http[].match[].sourceLabels")
-		case gauge("DestinationRule", "spec.trafficPolicy.tunnel") != "1":
-			return "tunnel gauge " + gauge("DestinationRule", "spec.trafficPolicy.tunnel")
+		case !has(errs, "warning: VirtualService shop/reviews: spec.tcp[0].match[0].sourceSubnet: not supported by pilotfish"):
+			return fmt.Sprintf("no sourceSubnet warning in %q", errs)
+		case !has(errs, "dr.yaml:7: warning: DestinationRule shop/ratings: spec.trafficPolicy.outlierDetection.consecutiveErrors: not supported by pilotfish"):
+			return fmt.Sprintf("no consecutiveErrors warning in %q", errs)
+		case gauge("VirtualService", vsField) != "1":
+			return "sourceSubnet gauge " + gauge("VirtualService", vsField)
+		case gauge("DestinationRule", drField) != "1":
+			return "consecutiveErrors gauge " + gauge("DestinationRule", drField)
 		}
 		return ""
 	})
 
 	// Fixing the API server's object and removing the file clear both.
-	if err := os.WriteFile(vsFile, []byte(strings.Replace(vs, "  - match:\n    - sourceLabels: {app: client}\n    route:", "  - route:", 1)), 0o644); err != nil {
+	fixed := strings.Replace(vs, "  - match:\n    - sourceSubnet: 10.0.0.0/8\n    route:", "  - route:", 1)
+	if fixed == vs {
+		t.Fatal("the fix changed nothing")
+	}
+	if err := os.WriteFile(vsFile, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := c.Kubectl(t, "apply", "-f", vsFile); err != nil || strings.Contains(out, "Warning:") {
@@ -139,11 +145,11 @@ spec:
 		if errs := configErrors(); len(errs) > 0 {
 			return fmt.Sprintf("still listed: %q", errs)
 		}
-		if g := gauge("VirtualService", "spec.http[].match[].sourceLabels"); g != "absent" {
-			return "sourceLabels gauge " + g
+		if g := gauge("VirtualService", vsField); g != "absent" {
+			return "sourceSubnet gauge " + g
 		}
-		if g := gauge("DestinationRule", "spec.trafficPolicy.tunnel"); g != "absent" {
-			return "tunnel gauge " + g
+		if g := gauge("DestinationRule", drField); g != "absent" {
+			return "consecutiveErrors gauge " + g
 		}
 		return ""
 	})
