@@ -9,10 +9,8 @@ package ingest
 
 // Reasons shared by several fields.
 const (
-	whySourceLabels = "source labels cannot be evaluated: a proxy class carries no workload labels"
 	whyIstiodIgnore = "istiod ignores it too"
 	whyMultiNetwork = "multi-network meshes (split-horizon EDS, network gateways) are not implemented"
-	whyFileCerts    = "only one certificate (credentialName(s), or serverCertificate and privateKey) is served"
 )
 
 var networkingLedger = ledgerTable{
@@ -308,17 +306,19 @@ var networkingLedger = ledgerTable{
 	"istio.networking.v1alpha3.Port.name":        honoured("encode.TestGatewayListenerComposed"),
 	"istio.networking.v1alpha3.Port.target_port": unsupported("deprecated: it has no effect on a Gateway (validation rejects it)"),
 
-	"istio.networking.v1alpha3.ServerTLSSettings.https_redirect":     honoured("rules.TestGatewayVirtualHostsShareRoutesNotHosts"),
-	"istio.networking.v1alpha3.ServerTLSSettings.mode":               honoured("encode.TestGatewayListenerComposed"),
-	"istio.networking.v1alpha3.ServerTLSSettings.server_certificate": honoured("engine.TestScenarios/ledger-gateway"),
-	"istio.networking.v1alpha3.ServerTLSSettings.private_key":        honoured("engine.TestScenarios/ledger-gateway"),
-	"istio.networking.v1alpha3.ServerTLSSettings.ca_certificates":    honoured("engine.TestScenarios/ledger-gateway"),
-	"istio.networking.v1alpha3.ServerTLSSettings.ca_crl":             honoured("engine.TestScenarios/gw-tls-pinning"),
-	"istio.networking.v1alpha3.ServerTLSSettings.credential_name":    honoured("encode.TestGatewayListenerComposed"),
-	"istio.networking.v1alpha3.ServerTLSSettings.credential_names":   honoured("engine.TestScenarios/ledger-gateway"),
-	"istio.networking.v1alpha3.ServerTLSSettings.ca_cert_credential_name": unsupported(
-		"a separate client CA secret is not implemented; put ca.crt in the credentialName secret"),
-	"istio.networking.v1alpha3.ServerTLSSettings.tls_certificates": unsupported(whyFileCerts),
+	"istio.networking.v1alpha3.ServerTLSSettings.https_redirect":                    honoured("rules.TestGatewayVirtualHostsShareRoutesNotHosts"),
+	"istio.networking.v1alpha3.ServerTLSSettings.mode":                              honoured("encode.TestGatewayListenerComposed"),
+	"istio.networking.v1alpha3.ServerTLSSettings.server_certificate":                honoured("engine.TestScenarios/ledger-gateway"),
+	"istio.networking.v1alpha3.ServerTLSSettings.private_key":                       honoured("engine.TestScenarios/ledger-gateway"),
+	"istio.networking.v1alpha3.ServerTLSSettings.ca_certificates":                   honoured("engine.TestScenarios/ledger-gateway"),
+	"istio.networking.v1alpha3.ServerTLSSettings.ca_crl":                            honoured("engine.TestScenarios/gw-tls-pinning"),
+	"istio.networking.v1alpha3.ServerTLSSettings.credential_name":                   honoured("encode.TestGatewayListenerComposed"),
+	"istio.networking.v1alpha3.ServerTLSSettings.credential_names":                  honoured("engine.TestScenarios/ledger-gateway"),
+	"istio.networking.v1alpha3.ServerTLSSettings.ca_cert_credential_name":           honoured("engine.TestScenarios/istiod-gw-tls-files"),
+	"istio.networking.v1alpha3.ServerTLSSettings.tls_certificates":                  honoured("engine.TestScenarios/istiod-gw-tls-files"),
+	"istio.networking.v1alpha3.ServerTLSSettings.TLSCertificate.server_certificate": honoured("engine.TestScenarios/istiod-gw-tls-files"),
+	"istio.networking.v1alpha3.ServerTLSSettings.TLSCertificate.private_key":        honoured("engine.TestScenarios/istiod-gw-tls-files"),
+	"istio.networking.v1alpha3.ServerTLSSettings.TLSCertificate.ca_certificates":    honoured("engine.TestScenarios/istiod-gw-tls-files"),
 	"istio.networking.v1alpha3.ServerTLSSettings.subject_alt_names": honoured(
 		"engine.TestScenarios/ledger-gateway"),
 	"istio.networking.v1alpha3.ServerTLSSettings.verify_certificate_spki": honoured("engine.TestScenarios/gw-tls-pinning"),
@@ -326,8 +326,7 @@ var networkingLedger = ledgerTable{
 	"istio.networking.v1alpha3.ServerTLSSettings.min_protocol_version":    honoured("engine.TestScenarios/ledger-gateway"),
 	"istio.networking.v1alpha3.ServerTLSSettings.max_protocol_version":    honoured("engine.TestScenarios/ledger-gateway"),
 	"istio.networking.v1alpha3.ServerTLSSettings.cipher_suites":           honoured("engine.TestScenarios/ledger-gateway"),
-	"istio.networking.v1alpha3.ServerTLSSettings.insecure_skip_verify": unsupported(
-		"a server always verifies the client certificates it asks for"),
+	"istio.networking.v1alpha3.ServerTLSSettings.insecure_skip_verify":    honoured("engine.TestScenarios/istiod-gw-tls-files"),
 
 	// ServiceEntry and WorkloadEntry
 	"istio.networking.v1alpha3.ServiceEntry.hosts":             honoured("rules.TestGoldenServiceEntryWorkloadEntry"),

@@ -11,9 +11,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// unsupportedConfig sets unsupported fields among honoured ones: a
-// Gateway three (the second server's bind and client CA secret, the third
-// server's defaultEndpoint), a VirtualService one (a TCP route's second
+// unsupportedConfig sets unsupported fields among honoured ones (a client
+// CA secret, honoured, must not warn): a Gateway two (the second server's
+// bind, the third server's defaultEndpoint), a VirtualService one (a TCP route's second
 // match's sourceSubnet); and an EnvoyFilter, a kind pilotfish does not
 // implement.
 const unsupportedConfig = `apiVersion: networking.istio.io/v1
@@ -73,8 +73,6 @@ func TestUnsupportedWarnings(t *testing.T) {
 	want := []string{
 		"mesh.yaml:13: warning: Gateway shop/ingress: spec.servers[1].bind: not supported by pilotfish: " +
 			"binding a gateway listener to one address is not implemented (only the route name carries it); the listener listens on every address",
-		"mesh.yaml:17: warning: Gateway shop/ingress: spec.servers[1].tls.caCertCredentialName: not supported by pilotfish: " +
-			"a separate client CA secret is not implemented; put ca.crt in the credentialName secret; the field is ignored",
 		"mesh.yaml:20: warning: Gateway shop/ingress: spec.servers[2].defaultEndpoint: not supported by pilotfish: " +
 			"a gateway forwards by its routes; istiod ignores it too; the field is ignored",
 		"mesh.yaml:30: warning: VirtualService shop/db: spec.tcp[0].match[1].sourceSubnet: not supported by pilotfish: " +
@@ -95,7 +93,7 @@ func TestUnsupportedWarnings(t *testing.T) {
 	}
 	// Unsupported on each decoded object: the same warnings (lines from
 	// the object's source text), the kind's aside.
-	for i, want := range [][]string{want[:3], want[3:4]} {
+	for i, want := range [][]string{want[:2], want[2:3]} {
 		if got := errorStrings(ingest.Unsupported(&objs[i])); strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("Unsupported(%s):\n%s\nwant:\n%s", objs[i].Key(), strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
@@ -242,7 +240,6 @@ spec: {hostz: [a]}
 		{Kind: "EnvoyFilter", Field: "", Objects: 1},
 		{Kind: "Gateway", Field: "spec.servers[].bind", Objects: 1},
 		{Kind: "Gateway", Field: "spec.servers[].defaultEndpoint", Objects: 1},
-		{Kind: "Gateway", Field: "spec.servers[].tls.caCertCredentialName", Objects: 1},
 		{Kind: "VirtualService", Field: "spec.tcp[].match[].sourceSubnet", Objects: 2},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
