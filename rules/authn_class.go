@@ -12,7 +12,9 @@ const tlsModeLabel = "security.istio.io/tlsMode"
 // ProxyClass.Labels field): the labels whose keys a workload selector of a
 // PeerAuthentication, AuthorizationPolicy or RequestAuthentication in the
 // proxy's or the root namespace names, or of a DestinationRule in the
-// proxy's namespace (only there do they apply, destrule.go), and tlsMode. Proxies that differ
+// proxy's namespace (only there do they apply, destrule.go), the keys a
+// DestinationRule's failoverPriority lists (FailoverLabelKeys: EDS orders
+// endpoints by them), and tlsMode. Proxies that differ
 // only in labels no security policy looks at (pod-template-hash,
 // statefulset pod names) still share a class. A proxy with labels of which
 // none matter gets "-" (labels known, none relevant), so that the scope
@@ -53,6 +55,12 @@ func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
 			}
 			snap.ConfigsInNamespace(kind, s, addKeys)
 		}
+	}
+	for _, k := range FailoverLabelKeys(snap) {
+		if keys == nil {
+			keys = map[string]bool{}
+		}
+		keys[k] = true
 	}
 	kept := map[string]string{}
 	for k, v := range labels {

@@ -52,6 +52,12 @@ type edsBuilder struct {
 	clusterID string
 	mtls      mtlsCache
 	key       encode.EndpointsKey
+	// labels are the proxies' labels, read once when a failoverPriority
+	// first applies (labelsRead); hasLabels: they have any, topology
+	// labels included.
+	labels     map[string]string
+	hasLabels  bool
+	labelsRead bool
 }
 
 func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
@@ -107,7 +113,20 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 	}
 	peerDisabled := !svc.MeshExternal && b.mtls.get(svc.Key.Namespace) == encode.ServiceMTLSDisable
 	k.ApplyDestinationRule(dr, b.sc.Class.Locality, peerDisabled)
+	if entries := k.FailoverPriority(); len(entries) > 0 {
+		k.FailoverLabels = b.failoverLabels(entries)
+	}
 	return defined
+}
+
+// failoverLabels is EndpointsKey.FailoverLabels for the scope's proxies
+// (their labels read once per build).
+func (b *edsBuilder) failoverLabels(entries []string) string {
+	if !b.labelsRead {
+		b.labels, b.hasLabels = proxyLabels(b.sc)
+		b.labelsRead = true
+	}
+	return failoverLabels(b.sc.Class, b.labels, b.hasLabels, entries)
 }
 
 // hasSubset: the rule declares a subset of that name.
