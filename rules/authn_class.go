@@ -13,13 +13,19 @@ const tlsModeLabel = "security.istio.io/tlsMode"
 // PeerAuthentication, AuthorizationPolicy or RequestAuthentication in the
 // proxy's or the root namespace names, or of a DestinationRule in the
 // proxy's namespace (only there do they apply, destrule.go), the keys a
-// DestinationRule's failoverPriority lists (FailoverLabelKeys: EDS orders
-// endpoints by them), and tlsMode. Proxies that differ
+// DestinationRule's failoverPriority lists (failoverKeys, FailoverLabelKeys:
+// EDS orders endpoints by them), and tlsMode. Proxies that differ
 // only in labels no security policy looks at (pod-template-hash,
 // statefulset pod names) still share a class. A proxy with labels of which
 // none matter gets "-" (labels known, none relevant), so that the scope
 // does not fall back to its workload's labels in the index.
 func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
+	return securityLabelsWith(snap, rootNS, node, FailoverLabelKeys(snap))
+}
+
+// securityLabelsWith is securityLabels given the snapshot's
+// FailoverLabelKeys (memoized by ClassOfIn's views).
+func securityLabelsWith(snap *index.Snapshot, rootNS string, node *Node, failoverKeys []string) string {
 	ns, labels := node.Namespace, node.Labels
 	if len(labels) == 0 {
 		labels = nodeWorkloadLabels(snap, node)
@@ -56,7 +62,7 @@ func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
 			snap.ConfigsInNamespace(kind, s, addKeys)
 		}
 	}
-	for _, k := range FailoverLabelKeys(snap) {
+	for _, k := range failoverKeys {
 		if keys == nil {
 			keys = map[string]bool{}
 		}

@@ -1,10 +1,9 @@
 package rules
 
 import (
+	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
-	"weak"
 
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -70,25 +69,34 @@ func proxyLabel(cl *encode.ProxyClass, labels map[string]string, key string) str
 	return labels[key]
 }
 
-// failoverKeysMemo caches FailoverLabelKeys for the last snapshot asked
-// (weakly: it keeps no snapshot alive).
-type failoverKeysMemo struct {
-	snap weak.Pointer[index.Snapshot]
-	keys []string
+// failoverLabelKeys is FailoverLabelKeys memoized in the config version's
+// view (checked against a fresh scan in verify mode); without views, a
+// scan.
+func (vs *Views) failoverLabelKeys(snap *index.Snapshot) []string {
+	if vs == nil || snap.NumConfigs(index.ConfigDestinationRule) == 0 {
+		return FailoverLabelKeys(snap)
+	}
+	v := vs.Of(snap)
+	if p := v.failoverKeys.Load(); p != nil {
+		if v.verify {
+			if fresh := FailoverLabelKeys(snap); !slices.Equal(fresh, *p) {
+				panic(fmt.Sprintf("engine: verify: failoverPriority keys of config version %d memoized as %q, now %q", v.version, *p, fresh))
+			}
+		}
+		return *p
+	}
+	keys := FailoverLabelKeys(snap)
+	v.failoverKeys.Store(&keys)
+	return keys
 }
-
-var lastFailoverKeys atomic.Pointer[failoverKeysMemo]
 
 // FailoverLabelKeys returns the label keys the failoverPriority lists of
 // the snapshot's DestinationRules name (top level, port level and
-// subsets), sorted and unique; nil when none does. It is memoized for the
-// last snapshot asked; the result is shared and must not be modified.
+// subsets), sorted and unique; nil when none does. It scans every rule:
+// ClassOfIn reads it memoized per config version.
 func FailoverLabelKeys(snap *index.Snapshot) []string {
 	if snap.NumConfigs(index.ConfigDestinationRule) == 0 {
 		return nil
-	}
-	if m := lastFailoverKeys.Load(); m != nil && m.snap.Value() == snap {
-		return m.keys
 	}
 	var keys []string
 	add := func(tp *networking.TrafficPolicy) {
@@ -114,6 +122,5 @@ func FailoverLabelKeys(snap *index.Snapshot) []string {
 	if len(keys) == 0 {
 		keys = nil
 	}
-	lastFailoverKeys.Store(&failoverKeysMemo{snap: weak.Make(snap), keys: keys})
 	return keys
 }
