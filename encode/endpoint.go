@@ -22,8 +22,9 @@ var EndpointsGen = resourceGenAppend(KindEndpoint, ClusterLoadAssignmentType, Cl
 const ClusterLoadAssignmentType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 
 // EndpointsKey holds every input of [ClusterLoadAssignment]. Proxy-specific
-// inputs (Locality) are set only when they change the output, so that
-// proxies of every locality share one encoding otherwise.
+// inputs (Locality, FailoverLabels) are set only when they change the
+// output, so that proxies of every locality and labels share one encoding
+// otherwise.
 type EndpointsKey struct {
 	// ClusterName is the requested cluster name, echoed as the CLA's name.
 	ClusterName string

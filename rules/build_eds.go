@@ -19,7 +19,8 @@ import (
 // The key of an assignment holds the service's endpoint shard, so an
 // endpoint change re-encodes only that service's assignments; the proxy's
 // locality is in the key only when failover or a locality distribution
-// applies, so proxies of other localities share the bytes.
+// applies, and its labels only the values a failoverPriority list names
+// (build_eds_failover.go), so proxies of other localities share the bytes.
 //
 // Only names the configuration defines are cached: a client may invent
 // any number of names, and the answer to one no configuration defines is
