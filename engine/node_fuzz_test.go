@@ -36,6 +36,8 @@ func FuzzConnectNode(f *testing.F) {
 	seed("router~::1~gw.istio-system~istio-system.svc.cluster.local", map[string]any{
 		"LABELS": map[string]any{"istio": "ingressgateway"}, "ISTIO_VERSION": "x.y",
 	}, "", "http.80")
+	seed("sidecar~10.0.0.3~pod-2.a~a.svc.cluster.local", map[string]any{"NAMESPACE": "a", "LABELS": map[string]any{
+		"topology.istio.io/locality": "r/z/s/extra", "istio-locality": "", "topology.istio.io/subzone": "s"}}, "z", "*")
 	seed("sidecar~1.2.3.4,bad,::~p.~~", map[string]any{"LABELS": "not a struct", "INSTANCE_IPS": 7.0}, "", "*")
 
 	m := newTestMesh(f)

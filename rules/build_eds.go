@@ -44,31 +44,38 @@ func buildEndpoints(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	return dst, nil
 }
 
-// edsBuilder holds one key reused for every assignment of a build.
+// edsBuilder holds one key reused for every assignment of a build. It is
+// the one allocation of a warm build: keep it small (240 bytes, a size
+// class; what is cheap to derive again is not a field).
 type edsBuilder struct {
-	sc        *Scope
-	snap      *index.Snapshot
-	names     index.Names
-	mesh      *encode.Mesh
-	clusterID string
-	mtls      mtlsCache
-	key       encode.EndpointsKey
-	// labels are the proxies' labels, read once when a failoverPriority
-	// first applies (labelsRead); hasLabels: they have any, topology
-	// labels included.
-	labels     map[string]string
-	hasLabels  bool
-	labelsRead bool
+	sc    *Scope
+	names index.Names
+	mesh  *encode.Mesh
+	mtls  mtlsCache
+	key   encode.EndpointsKey
+	// proxy holds the proxies' labels, read when a failoverPriority first
+	// applies (nil until then).
+	proxy *edsProxyLabels
+}
+
+// edsProxyLabels are the scope's proxy labels (proxyLabels).
+type edsProxyLabels struct {
+	labels map[string]string
+	has    bool
 }
 
 func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
 	snap := sc.Snapshot
 	root, _ := snap.Symbols.Lookup(mesh.RootNamespace)
-	clusterID := registryClusterID(mesh)
-	if clusterID == "" {
-		clusterID = defaultClusterID
+	return &edsBuilder{sc: sc, names: snap.Names(), mesh: mesh, mtls: mtlsCache{snap: snap, root: root}}
+}
+
+// clusterID is the registry's cluster, reported in endpoint metadata.
+func (b *edsBuilder) clusterID() string {
+	if id := registryClusterID(b.mesh); id != "" {
+		return id
 	}
-	return &edsBuilder{sc: sc, snap: snap, names: snap.Names(), mesh: mesh, clusterID: clusterID, mtls: mtlsCache{snap: snap, root: root}}
+	return defaultClusterID
 }
 
 // keyFor fills b.key for the cluster name and reports whether the
@@ -78,7 +85,7 @@ func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
 // by interned symbol.
 func (b *edsBuilder) keyFor(name string) (defined bool) {
 	k := &b.key
-	*k = encode.EndpointsKey{ClusterName: name, ClusterID: b.clusterID}
+	*k = encode.EndpointsKey{ClusterName: name, ClusterID: b.clusterID()}
 	dir, port, subset, host, ok := encode.ParseClusterName(name)
 	if ok {
 		// "outbound|080||h" parses as port 80 but is another name.
@@ -90,7 +97,8 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 	if !ok || dir != encode.Outbound {
 		return false
 	}
-	hs, ok := b.snap.Symbols.Lookup(host)
+	snap := b.sc.Snapshot
+	hs, ok := snap.Symbols.Lookup(host)
 	if !ok {
 		return false
 	}
@@ -104,7 +112,7 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 	}
 	k.Service, k.Port, k.Subset = svc, *p, subset
 	if svc.Resolution != index.ResolutionDNS && svc.Resolution != index.ResolutionDNSRoundRobin {
-		k.Shard = b.snap.Endpoints(svc.Key)
+		k.Shard = snap.Endpoints(svc.Key)
 	}
 	dr := destinationRule(b.sc, b.mesh, svc)
 	defined = subset == ""
@@ -123,11 +131,11 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 // failoverLabels is EndpointsKey.FailoverLabels for the scope's proxies
 // (their labels read once per build).
 func (b *edsBuilder) failoverLabels(entries []string) string {
-	if !b.labelsRead {
-		b.labels, b.hasLabels = proxyLabels(b.sc)
-		b.labelsRead = true
+	if b.proxy == nil {
+		b.proxy = &edsProxyLabels{}
+		b.proxy.labels, b.proxy.has = proxyLabels(b.sc)
 	}
-	return failoverLabels(b.sc.Class, b.labels, b.hasLabels, entries)
+	return failoverLabels(b.sc.Class, b.proxy.labels, b.proxy.has, entries)
 }
 
 // hasSubset: the rule declares a subset of that name.
