@@ -22,8 +22,9 @@ var EndpointsGen = resourceGenAppend(KindEndpoint, ClusterLoadAssignmentType, Cl
 const ClusterLoadAssignmentType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 
 // EndpointsKey holds every input of [ClusterLoadAssignment]. Proxy-specific
-// inputs (Locality) are set only when they change the output, so that
-// proxies of every locality share one encoding otherwise.
+// inputs (Locality, FailoverLabels) are set only when they change the
+// output, so that proxies of every locality and labels share one encoding
+// otherwise.
 type EndpointsKey struct {
 	// ClusterName is the requested cluster name, echoed as the CLA's name.
 	ClusterName string
@@ -54,6 +55,14 @@ type EndpointsKey struct {
 	// LocalityDR is the DestinationRule whose localityLbSetting applies to
 	// this port/subset (nil: the mesh default, enabled with no rules).
 	LocalityDR *index.Config
+	// FailoverLabels is the proxy's value of the label each entry of the
+	// applicable failoverPriority names (FailoverPriority), in order, each
+	// ended by a newline, from istiod's augmented proxy labels (topology
+	// keys from its locality, network and cluster). "" when no
+	// failoverPriority applies or the proxy has no labels at all (istiod
+	// then assigns no priorities by label). Set by the caller after
+	// ApplyDestinationRule.
+	FailoverLabels string
 	// ClusterID is the endpoints' cluster (istiod's "Kubernetes" by
 	// default), reported in the istio workload metadata.
 	ClusterID string
@@ -73,6 +82,7 @@ func (k *EndpointsKey) Hash() uint64 {
 	h.Bool(k.Failover)
 	h.Str(k.Locality)
 	clHashConfig(&h, k.LocalityDR)
+	h.Str(k.FailoverLabels)
 	h.Str(k.ClusterID)
 	return h.Sum()
 }
@@ -88,7 +98,8 @@ func ClusterLoadAssignment(n index.Names, k *EndpointsKey) (string, proto.Messag
 		// them (a resolution change in flight) with an empty assignment.
 		return k.ClusterName, cla
 	}
-	cla.Endpoints = epBuildLocalities(&epInput{
+	var cands []epCandidate
+	cla.Endpoints, cands = epBuildLocalitiesCands(&epInput{
 		names: n, svc: svc, shard: k.Shard, port: k.Port,
 		subsetLabels: k.SubsetLabels, mtlsDisabled: k.MTLSDisabled, sendUnhealthy: k.SendUnhealthy,
 		clusterID: k.ClusterID,
@@ -96,15 +107,10 @@ func ClusterLoadAssignment(n index.Names, k *EndpointsKey) (string, proto.Messag
 	if len(cla.Endpoints) == 0 {
 		return k.ClusterName, cla
 	}
-	var lb *networking.LoadBalancerSettings
-	if dr := clDestinationRule(k.LocalityDR); dr != nil {
-		var subset *networking.Subset
-		if k.Subset != "" {
-			subset = clFindSubset(dr, k.Subset)
-		}
-		lb = clResolvePolicy(dr, k.Port.Number, subset).loadBalancer
+	if f := epNewFailover(k); f != nil {
+		cla.Endpoints = epSplitFailoverPriority(n, f, cla.Endpoints, cands)
 	}
-	if setting, ok := epEffectiveLocalityLB(lb); ok {
+	if setting, ok := epEffectiveLocalityLB(k.loadBalancer()); ok {
 		for i, d := range epApplyLocalityLB(cla.Endpoints, k.Locality, setting, k.Failover) {
 			if d {
 				cla.Endpoints[i].LbEndpoints = nil
@@ -135,7 +141,10 @@ type epCandidate struct {
 	port     uint32
 	// seq orders candidates that compare equal otherwise; for inline
 	// ServiceEntry endpoints it is also the endpoint's index (NAME-INDEX).
-	seq    int32
+	seq int32
+	// prio is the failoverPriority priority (before ranking) of the
+	// direct encoding; 0 when none applies.
+	prio   int32
 	inline bool
 }
 
@@ -239,9 +248,16 @@ func epServiceEntryName(in *epInput) string {
 // subset) into locality groups: localities sorted by name, endpoints by
 // address, weights summed per locality.
 func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
+	out, _ := epBuildLocalitiesCands(in)
+	return out
+}
+
+// epBuildLocalitiesCands is epBuildLocalities that also returns the
+// candidates behind the LbEndpoints, in their order.
+func epBuildLocalitiesCands(in *epInput) ([]*endpointv3.LocalityLbEndpoints, []epCandidate) {
 	cands := epCollect(in)
 	if len(cands) == 0 {
-		return nil
+		return nil, nil
 	}
 	svcName := epServiceEntryName(in)
 	ns := in.names.String(in.svc.Key.Namespace)
@@ -306,7 +322,7 @@ func epBuildLocalities(in *epInput) []*endpointv3.LocalityLbEndpoints {
 			cur.LoadBalancingWeight.Value = 1<<32 - 1 // istiod saturates on overflow
 		}
 	}
-	return out
+	return out, cands
 }
 
 // epAddresses renders the candidates' addresses into one buffer and returns
@@ -417,6 +433,7 @@ func (k *EndpointsKey) ApplyDestinationRule(dr *index.Config, proxyLocality stri
 	k.SendUnhealthy = p.outlierDetection.GetMinHealthPercent() <= 0
 	k.Failover = p.outlierDetection != nil
 	k.LocalityDR = nil
+	k.FailoverLabels = ""
 	if p.loadBalancer.GetLocalityLbSetting() != nil {
 		k.LocalityDR = dr
 	}

@@ -79,8 +79,10 @@ func epLbPriority(proxy, ep *corev3.Locality) int {
 
 // epApplyLocalityLB is istiod's ApplyLocalityLoadBalancer: distribute
 // weights, or with failover on, priorities relative to the proxy's
-// locality. failoverPriority needs the proxy's labels, which a proxy class
-// does not carry, so it is not applied.
+// locality. With a failoverPriority list, the caller has already split the
+// localities by label priority (epSplitFailoverPriority, or its wire form);
+// locality priorities then apply on top only when failover rules are
+// listed too, as istiod does.
 //
 // It sets the localities' priorities and weights; a distribution rule that
 // leaves localities unmatched reports them in dropped (their endpoints are
@@ -93,14 +95,14 @@ func epApplyLocalityLB(eps []*endpointv3.LocalityLbEndpoints, proxyLocality stri
 	if d := s.GetDistribute(); d != nil {
 		return epApplyLocalityWeights(eps, proxy, d)
 	}
-	if failover {
+	if failover && (len(s.GetFailoverPriority()) == 0 || len(s.GetFailover()) != 0) {
 		epApplyLocalityFailover(eps, proxy, s.GetFailover())
 	}
 	return nil
 }
 
 func epApplyLocalityFailover(eps []*endpointv3.LocalityLbEndpoints, proxy *corev3.Locality, failover []*networking.LocalityLoadBalancerSetting_Failover) {
-	prios := make([]int, len(eps))
+	prios := make([]uint32, len(eps))
 	for i, le := range eps {
 		p := epLbPriority(proxy, le.Locality)
 		if p == 3 {
@@ -113,15 +115,12 @@ func epApplyLocalityFailover(eps []*endpointv3.LocalityLbEndpoints, proxy *corev
 				}
 			}
 		}
-		prios[i] = int(le.Priority)*5 + p
+		prios[i] = le.Priority*5 + uint32(p)
 	}
 	// Compact the priorities to 0..n-1, keeping their order.
-	uniq := slices.Clone(prios)
-	slices.Sort(uniq)
-	uniq = slices.Compact(uniq)
+	epRankPriorities(prios)
 	for i := range eps {
-		r, _ := slices.BinarySearch(uniq, prios[i])
-		eps[i].Priority = uint32(r)
+		eps[i].Priority = prios[i]
 	}
 }
 

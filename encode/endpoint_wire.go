@@ -1,13 +1,14 @@
 package encode
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/encoding/protowire"
-	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
@@ -44,6 +45,9 @@ func AppendClusterLoadAssignment(prefix []byte, n index.Names, k *EndpointsKey) 
 	s.cands = epCollectInto(&s.in, s.cands[:0])
 	if len(s.cands) == 0 {
 		return k.ClusterName, appendCLAHead(prefix, k.ClusterName, size)
+	}
+	if f := epNewFailover(k); f != nil {
+		s.prioritize(f)
 	}
 	s.groupLocalities()
 	s.applyLocalityLB(k)
@@ -134,32 +138,62 @@ type epWireLocality struct {
 	size                  int // of the encoded message
 }
 
-// groupLocalities splits the sorted candidates into locality groups,
-// summing weights as istiod does (saturating on overflow).
-func (s *epScratch) groupLocalities() {
-	s.locs = s.locs[:0]
+// prioritize sets each candidate's failoverPriority priority and orders
+// each locality's candidates by it (stable: in a priority, they keep their
+// order), so that groupLocalities makes one group per locality and
+// priority, as istiod's split does.
+func (s *epScratch) prioritize(f *epFailover) {
+	start := 0
 	for i := range s.cands {
 		c := &s.cands[i]
-		if i == 0 || c.locality != s.cands[i-1].locality {
+		c.prio = f.priority(s.in.names, c.ep)
+		if i+1 == len(s.cands) || s.cands[i+1].locality != c.locality {
+			slices.SortStableFunc(s.cands[start:i+1], func(a, b epCandidate) int { return cmp.Compare(a.prio, b.prio) })
+			start = i + 1
+		}
+	}
+}
+
+// groupLocalities splits the sorted candidates into locality groups (and
+// priority groups, after prioritize), summing weights as istiod does
+// (saturating on overflow), and ranks the groups' priorities.
+func (s *epScratch) groupLocalities() {
+	s.locs = s.locs[:0]
+	split := false
+	for i := range s.cands {
+		c := &s.cands[i]
+		if i == 0 || c.locality != s.cands[i-1].locality || c.prio != s.cands[i-1].prio {
 			if i > 0 {
 				s.locs[len(s.locs)-1].end = i
 			}
 			region, rest, _ := strings.Cut(c.locality, "/")
 			zone, subZone, _ := strings.Cut(rest, "/")
-			s.locs = append(s.locs, epWireLocality{region: region, zone: zone, subZone: subZone, start: i})
+			s.locs = append(s.locs, epWireLocality{region: region, zone: zone, subZone: subZone, start: i, priority: uint32(c.prio)})
+			split = split || c.prio != 0
 		}
 		w := uint32(c.ep.Weight)
 		if w == 0 {
 			w = 1
 		}
 		loc := &s.locs[len(s.locs)-1]
-		if sum := loc.weight + w; sum >= loc.weight {
-			loc.weight = sum
-		} else {
-			loc.weight = 1<<32 - 1
-		}
+		loc.weight = epAddWeight(loc.weight, w)
 	}
 	s.locs[len(s.locs)-1].end = len(s.cands)
+	if split {
+		s.rankPriorities()
+	}
+}
+
+// rankPriorities ranks the groups' priorities 0..m-1 (epRankPriorities).
+func (s *epScratch) rankPriorities() {
+	p := make([]uint32, len(s.locs))
+	for i := range s.locs {
+		p[i] = s.locs[i].priority
+	}
+	epRankPriorities(p)
+	for i := range s.locs {
+		s.locs[i].priority = p[i]
+	}
 }
 
 // applyLocalityLB applies locality failover priorities or a locality
@@ -168,15 +202,7 @@ func (s *epScratch) groupLocalities() {
 // setting applies (a DestinationRule with outlier detection or a
 // distribution), which is rare.
 func (s *epScratch) applyLocalityLB(k *EndpointsKey) {
-	var lb *networking.LoadBalancerSettings
-	if dr := clDestinationRule(k.LocalityDR); dr != nil {
-		var subset *networking.Subset
-		if k.Subset != "" {
-			subset = clFindSubset(dr, k.Subset)
-		}
-		lb = clResolvePolicy(dr, k.Port.Number, subset).loadBalancer
-	}
-	setting, ok := epEffectiveLocalityLB(lb)
+	setting, ok := epEffectiveLocalityLB(k.loadBalancer())
 	if !ok || (setting.GetDistribute() == nil && !k.Failover) {
 		return
 	}
@@ -185,6 +211,7 @@ func (s *epScratch) applyLocalityLB(k *EndpointsKey) {
 		msgs[i] = &endpointv3.LocalityLbEndpoints{
 			Locality:            &corev3.Locality{Region: l.region, Zone: l.zone, SubZone: l.subZone},
 			LoadBalancingWeight: clU32(l.weight),
+			Priority:            l.priority,
 		}
 	}
 	dropped := epApplyLocalityLB(msgs, k.Locality, setting, k.Failover)

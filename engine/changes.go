@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/rules"
 )
 
 // changeAccumulator merges change sets between pushes. The index writer
@@ -13,6 +15,9 @@ type changeAccumulator struct {
 	mu      sync.Mutex
 	pending pendingChanges // guarded by mu
 	wake    chan struct{}  // cap 1
+	// failoverKeys is the last snapshot's rules.FailoverLabelKeys, joined:
+	// classes keep those label keys, so a change re-keys them.
+	failoverKeys string // guarded by mu
 }
 
 // pendingChanges is what happened since the last push.
@@ -41,6 +46,10 @@ func (a *changeAccumulator) init() { a.wake = make(chan struct{}, 1) }
 
 func (a *changeAccumulator) add(snap *index.Snapshot, cs *index.ChangeSet) {
 	now := time.Now()
+	fkeys, drChanged := "", len(cs.Configs[index.ConfigDestinationRule]) > 0
+	if drChanged && snap != nil {
+		fkeys = strings.Join(rules.FailoverLabelKeys(snap), "\n")
+	}
 	a.mu.Lock()
 	p := &a.pending
 	if p.events == 0 {
@@ -54,9 +63,13 @@ func (a *changeAccumulator) add(snap *index.Snapshot, cs *index.ChangeSet) {
 		p.full = true
 	}
 	// Sidecars, Gateways, security policies and DestinationRules with a
-	// workloadSelector select proxies by labels:
-	// they change classes.
-	if len(cs.Services) > 0 || len(cs.Workloads) > 0 ||
+	// workloadSelector select proxies by labels, and failoverPriority
+	// lists name labels classes keep: they change classes.
+	failoverKeysChanged := drChanged && (snap == nil || fkeys != a.failoverKeys)
+	if drChanged && snap != nil {
+		a.failoverKeys = fkeys
+	}
+	if failoverKeysChanged || len(cs.Services) > 0 || len(cs.Workloads) > 0 ||
 		len(cs.Configs[index.ConfigSidecar]) > 0 || len(cs.Configs[index.ConfigGateway]) > 0 ||
 		len(cs.Configs[index.ConfigPeerAuthentication]) > 0 || len(cs.Configs[index.ConfigAuthorizationPolicy]) > 0 ||
 		len(cs.Configs[index.ConfigRequestAuthentication]) > 0 || selectorRuleChanged(snap, cs) {

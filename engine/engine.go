@@ -198,7 +198,7 @@ var build = rules.Build
 
 // classOf is the class of node in snap, with the mesh's root namespace.
 func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
-	return rules.ClassOf(snap, e.mesh.RootNamespace, node)
+	return rules.ClassOfIn(&e.views, snap, e.mesh.RootNamespace, node)
 }
 
 // buildSecrets is the Secret builder for a proxy's request: a credential

@@ -75,10 +75,36 @@ func ParseNode(n *corev3.Node) (*Node, error) {
 			return nil, fmt.Errorf("node id %q: %w", n.Id, err)
 		}
 	}
-	if loc := n.GetLocality(); loc != nil && (loc.Region != "" || loc.Zone != "" || loc.SubZone != "") {
+	if loc, ok := labelsLocality(out.Labels); ok {
+		out.Locality = loc
+	} else if loc := n.GetLocality(); loc != nil && (loc.Region != "" || loc.Zone != "" || loc.SubZone != "") {
 		out.Locality = loc.Region + "/" + loc.Zone + "/" + loc.SubZone
 	}
 	return out, nil
+}
+
+// labelsLocality is the locality a proxy's labels give, which istiod
+// prefers to the node's: its topology region, zone and subzone labels if
+// it has one, else its topology.istio.io/locality (or istio-locality)
+// label "region/zone/subzone".
+func labelsLocality(labels map[string]string) (string, bool) {
+	region, r := labels["topology.kubernetes.io/region"]
+	zone, z := labels["topology.kubernetes.io/zone"]
+	subzone, s := labels["topology.istio.io/subzone"]
+	if !r && !z && !s {
+		l, ok := labels["topology.istio.io/locality"]
+		if !ok {
+			l, ok = labels["istio-locality"]
+		}
+		if !ok || l == "" {
+			return "", false
+		}
+		region, rest, _ := strings.Cut(l, "/")
+		zone, subzone, _ = strings.Cut(rest, "/")
+		subzone, _, _ = strings.Cut(subzone, "/")
+		return region + "/" + zone + "/" + subzone, true
+	}
+	return region + "/" + zone + "/" + subzone, true
 }
 
 func str(md map[string]*structpb.Value, k string) string { return md[k].GetStringValue() }

@@ -39,6 +39,8 @@ func FuzzConnectNode(f *testing.F) {
 	seed("router~10.0.0.9~gw-1.istio-system~istio-system.svc.cluster.local", map[string]any{
 		"PROXY_CONFIG": map[string]any{"gatewayTopology": map[string]any{"numTrustedProxies": 2, "forwardClientCertDetails": "APPEND_FORWARD", "proxyProtocol": map[string]any{}}},
 	}, "", "0.0.0.0_80")
+	seed("sidecar~10.0.0.3~pod-2.a~a.svc.cluster.local", map[string]any{"NAMESPACE": "a", "LABELS": map[string]any{
+		"topology.istio.io/locality": "r/z/s/extra", "istio-locality": "", "topology.istio.io/subzone": "s"}}, "z", "*")
 	seed("sidecar~1.2.3.4,bad,::~p.~~", map[string]any{"LABELS": "not a struct", "INSTANCE_IPS": 7.0}, "", "*")
 
 	m := newTestMesh(f)

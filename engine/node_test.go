@@ -103,3 +103,37 @@ func FuzzParseNode(f *testing.F) {
 		}
 	})
 }
+
+// TestNodeLocalityFromLabels: as istiod does, a proxy's topology labels
+// give its locality before the node's, then its locality label.
+func TestNodeLocalityFromLabels(t *testing.T) {
+	cases := []struct {
+		name   string
+		labels map[string]any
+		want   string
+	}{
+		{"node's locality without labels", map[string]any{"app": "a"}, "r/z/"},
+		{"topology labels win", map[string]any{"topology.kubernetes.io/region": "us-east", "topology.kubernetes.io/zone": "us-east-1a"}, "us-east/us-east-1a/"},
+		{"subzone alone", map[string]any{"topology.istio.io/subzone": "rack-1"}, "//rack-1"},
+		{"locality label", map[string]any{"topology.istio.io/locality": "us-west/b/c"}, "us-west/b/c"},
+		{"legacy locality label", map[string]any{"istio-locality": "eu/x"}, "eu/x/"},
+		{"topology labels before the locality label", map[string]any{"topology.kubernetes.io/region": "a", "istio-locality": "b"}, "a//"},
+		{"empty locality label", map[string]any{"istio-locality": ""}, "r/z/"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			md, err := structpb.NewStruct(map[string]any{"NAMESPACE": "default", "LABELS": tc.labels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := ParseNode(&corev3.Node{Id: "sidecar~10.0.0.1~p.default~default.svc.cluster.local", Metadata: md,
+				Locality: &corev3.Locality{Region: "r", Zone: "z"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Locality != tc.want {
+				t.Fatalf("locality %q, want %q", n.Locality, tc.want)
+			}
+		})
+	}
+}

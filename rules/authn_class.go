@@ -18,13 +18,20 @@ const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
 // PeerAuthentication, AuthorizationPolicy or RequestAuthentication in the
 // proxy's or the root namespace names, or of a DestinationRule in the
 // proxy's namespace (only there do they apply, destrule.go), those
-// VirtualService match sourceLabels name (virtualservice_source.go), and
-// tlsMode. Proxies that differ
+// VirtualService match sourceLabels name (virtualservice_source.go), the
+// keys a DestinationRule's failoverPriority lists (failoverKeys,
+// FailoverLabelKeys: EDS orders endpoints by them), and tlsMode. Proxies that differ
 // only in labels no security policy looks at (pod-template-hash,
 // statefulset pod names) still share a class. A proxy with labels of which
 // none matter gets "-" (labels known, none relevant), so that the scope
 // does not fall back to its workload's labels in the index.
 func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
+	return securityLabelsWith(snap, rootNS, node, FailoverLabelKeys(snap))
+}
+
+// securityLabelsWith is securityLabels given the snapshot's
+// FailoverLabelKeys (memoized by ClassOfIn's views).
+func securityLabelsWith(snap *index.Snapshot, rootNS string, node *Node, failoverKeys []string) string {
 	ns, labels := node.Namespace, node.Labels
 	if len(labels) == 0 {
 		labels = nodeWorkloadLabels(snap, node)
@@ -62,6 +69,12 @@ func securityLabels(snap *index.Snapshot, rootNS string, node *Node) string {
 		}
 	}
 	keys = addSourceLabelKeys(snap, space, keys) // virtualservice_source.go
+	for _, k := range failoverKeys {
+		if keys == nil {
+			keys = map[string]bool{}
+		}
+		keys[k] = true
+	}
 	kept := map[string]string{}
 	for k, v := range labels {
 		if keys[k] || k == tlsModeLabel || k == gatewayNameLabel {

@@ -19,7 +19,8 @@ import (
 // The key of an assignment holds the service's endpoint shard, so an
 // endpoint change re-encodes only that service's assignments; the proxy's
 // locality is in the key only when failover or a locality distribution
-// applies, so proxies of other localities share the bytes.
+// applies, and its labels only the values a failoverPriority list names
+// (build_eds_failover.go), so proxies of other localities share the bytes.
 //
 // Only names the configuration defines are cached: a client may invent
 // any number of names, and the answer to one no configuration defines is
@@ -43,25 +44,38 @@ func buildEndpoints(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	return dst, nil
 }
 
-// edsBuilder holds one key reused for every assignment of a build.
+// edsBuilder holds one key reused for every assignment of a build. It is
+// the one allocation of a warm build: keep it small (240 bytes, a size
+// class; what is cheap to derive again is not a field).
 type edsBuilder struct {
-	sc        *Scope
-	snap      *index.Snapshot
-	names     index.Names
-	mesh      *encode.Mesh
-	clusterID string
-	mtls      mtlsCache
-	key       encode.EndpointsKey
+	sc    *Scope
+	names index.Names
+	mesh  *encode.Mesh
+	mtls  mtlsCache
+	key   encode.EndpointsKey
+	// proxy holds the proxies' labels, read when a failoverPriority first
+	// applies (nil until then).
+	proxy *edsProxyLabels
+}
+
+// edsProxyLabels are the scope's proxy labels (proxyLabels).
+type edsProxyLabels struct {
+	labels map[string]string
+	has    bool
 }
 
 func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
 	snap := sc.Snapshot
 	root, _ := snap.Symbols.Lookup(mesh.RootNamespace)
-	clusterID := registryClusterID(mesh)
-	if clusterID == "" {
-		clusterID = defaultClusterID
+	return &edsBuilder{sc: sc, names: snap.Names(), mesh: mesh, mtls: mtlsCache{snap: snap, root: root}}
+}
+
+// clusterID is the registry's cluster, reported in endpoint metadata.
+func (b *edsBuilder) clusterID() string {
+	if id := registryClusterID(b.mesh); id != "" {
+		return id
 	}
-	return &edsBuilder{sc: sc, snap: snap, names: snap.Names(), mesh: mesh, clusterID: clusterID, mtls: mtlsCache{snap: snap, root: root}}
+	return defaultClusterID
 }
 
 // keyFor fills b.key for the cluster name and reports whether the
@@ -71,7 +85,7 @@ func newEDSBuilder(sc *Scope, mesh *encode.Mesh) *edsBuilder {
 // by interned symbol.
 func (b *edsBuilder) keyFor(name string) (defined bool) {
 	k := &b.key
-	*k = encode.EndpointsKey{ClusterName: name, ClusterID: b.clusterID}
+	*k = encode.EndpointsKey{ClusterName: name, ClusterID: b.clusterID()}
 	dir, port, subset, host, ok := encode.ParseClusterName(name)
 	if ok {
 		// "outbound|080||h" parses as port 80 but is another name.
@@ -83,7 +97,8 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 	if !ok || dir != encode.Outbound {
 		return false
 	}
-	hs, ok := b.snap.Symbols.Lookup(host)
+	snap := b.sc.Snapshot
+	hs, ok := snap.Symbols.Lookup(host)
 	if !ok {
 		return false
 	}
@@ -97,7 +112,7 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 	}
 	k.Service, k.Port, k.Subset = svc, *p, subset
 	if svc.Resolution != index.ResolutionDNS && svc.Resolution != index.ResolutionDNSRoundRobin {
-		k.Shard = b.snap.Endpoints(svc.Key)
+		k.Shard = snap.Endpoints(svc.Key)
 	}
 	dr := destinationRule(b.sc, b.mesh, svc)
 	defined = subset == ""
@@ -107,7 +122,20 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 	}
 	peerDisabled := !svc.MeshExternal && b.mtls.get(svc.Key.Namespace) == encode.ServiceMTLSDisable
 	k.ApplyDestinationRule(dr, b.sc.Class.Locality, peerDisabled)
+	if entries := k.FailoverPriority(); len(entries) > 0 {
+		k.FailoverLabels = b.failoverLabels(entries)
+	}
 	return defined
+}
+
+// failoverLabels is EndpointsKey.FailoverLabels for the scope's proxies
+// (their labels read once per build).
+func (b *edsBuilder) failoverLabels(entries []string) string {
+	if b.proxy == nil {
+		b.proxy = &edsProxyLabels{}
+		b.proxy.labels, b.proxy.has = proxyLabels(b.sc)
+	}
+	return failoverLabels(b.sc.Class, b.proxy.labels, b.proxy.has, entries)
 }
 
 // hasSubset: the rule declares a subset of that name.

@@ -1,7 +1,8 @@
 // Package rules decides what a proxy class sees and turns it into
 // generator keys: Istio's rules of visibility and selection, read from an
 // index snapshot. It owns the class of a proxy (ClassOf: its Sidecar, a
-// router's Gateways, the labels security policies select on), the Scope of
+// router's Gateways, the labels security policies select on and
+// failoverPriority lists name, build_eds_failover.go), the Scope of
 // a class (scope.go: the services exported to its namespace, narrowed by
 // its Sidecar's egress, sidecar.go, whose egress listeners with a port,
 // bind or captureMode shape the outbound listeners and routes,

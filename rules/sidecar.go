@@ -17,6 +17,12 @@ import (
 // router's Gateways), so that proxies under different Sidecars never share
 // a class and proxies under one Sidecar always do.
 func ClassOf(snap *index.Snapshot, rootNS string, node *Node) encode.ProxyClass {
+	return ClassOfIn(nil, snap, rootNS, node)
+}
+
+// ClassOfIn is ClassOf with what it derives from config memoized in views
+// (nil: none), as the engine calls it for every connection.
+func ClassOfIn(views *Views, snap *index.Snapshot, rootNS string, node *Node) encode.ProxyClass {
 	c := node.Class()
 	// Selectors match the LABELS metadata, or without it the labels of the
 	// proxy's Pod or WorkloadEntry (istiod reads them from the Pod).
@@ -32,7 +38,7 @@ func ClassOf(snap *index.Snapshot, rootNS string, node *Node) encode.ProxyClass 
 		c.Sidecar = SelectSidecar(snap, rootNS, node.Namespace, labels)
 	}
 	c.ProxyIPs = sidecarProxyIPs(snap, c.Sidecar, node)
-	c.Labels = securityLabels(snap, rootNS, node)
+	c.Labels = securityLabelsWith(snap, rootNS, node, views.failoverLabelKeys(snap))
 	if node.Type == encode.ProxyRouter {
 		c.Gateways = SelectGateways(snap, labels)
 	}

@@ -19,7 +19,8 @@ import (
 //     delegates, and the merged gateways built in it (a
 //     router whose Gateways did not change reuses the previous version's,
 //     route keys included; only the previous version's are kept), and the
-//     merged DestinationRules of hosts with several rules in a pool.
+//     merged DestinationRules of hosts with several rules in a pool, and
+//     the label keys failoverPriority lists name (classes keep them).
 //   - scopeMemo: per Scope, shared by the copies of the scope made for the
 //     endpoint-only snapshots that follow (their config is the same): the
 //     merged gateway, the route view, AUTO_PASSTHROUGH among the scope's
@@ -47,6 +48,10 @@ type configView struct {
 
 	drMu      sync.Mutex
 	destRules map[drPoolKey][]drEntry // merged DestinationRules (destrule_pool.go); guarded by drMu
+
+	// failoverKeys: the label keys failoverPriority lists name
+	// (build_eds_failover.go), set once.
+	failoverKeys atomic.Pointer[[]string]
 }
 
 func newConfigView(version uint64, verify bool, prev *configView) *configView {
