@@ -97,8 +97,11 @@ func (r *Resolver) get(ctx context.Context, uri string, timeout time.Duration) (
 		return nil, fmt.Errorf("%w: %d, %s", ErrStatus, resp.StatusCode, strconv.Quote(string(msg)))
 	}
 	body, err = io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+	// A body whose deadline passed is not whole even when the read ended
+	// cleanly: the server may have ended the stream because the request
+	// was canceled.
+	if err != nil || ctx.Err() != nil {
+		if err == nil || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return nil, fmt.Errorf("reading the body: %w", context.DeadlineExceeded)
 		}
 		return nil, err
