@@ -1,9 +1,7 @@
 package rules
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -12,42 +10,30 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 )
 
-// istiodCase is an istiodref case: its inputs and istiod's output, made
-// by the producer (internal/istiodref/doc.go).
-const istiodCaseDir = "../internal/istiodref/testdata"
-
-// istiodCase loads a case's config.yaml into a snapshot and returns it with
-// the listeners of istiod's config dump for proxy.
+// istiodCase loads an istiodref case's config.yaml (as the file source
+// would) and returns it with the listeners of istiod's config dump for
+// proxy.
 func istiodCase(t *testing.T, name, proxy string) (files map[string][]byte, istiod map[string]*listener.Listener) {
 	t.Helper()
-	dir := filepath.Join(istiodCaseDir, name)
-	cfg, err := os.ReadFile(filepath.Join(dir, "config.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	c := loadIstiodRefCase(t, name) // destrule_istiodref_test.go
+	i := slices.IndexFunc(c.Proxies, func(p istiodref.Proxy) bool { return p.Name == proxy })
+	if i < 0 {
+		t.Fatalf("case %s has no proxy %s", name, proxy)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "istiod", proxy+".json"))
+	dump, err := istiodref.ReadDump(c.DumpFile(c.Proxies[i]))
 	if err != nil {
 		t.Fatalf("istiod's output for case %s: %v", name, err)
 	}
-	var dump map[string]any
-	if err := json.Unmarshal(b, &dump); err != nil {
-		t.Fatal(err)
-	}
 	istiod = map[string]*listener.Listener{}
-	for _, c := range asList(dump["configs"]) {
-		cm := c.(map[string]any)
-		if cm["@type"] != "type.googleapis.com/envoy.admin.v3.ListenersConfigDump" {
-			continue
-		}
-		for _, d := range asList(cm["dynamicListeners"]) {
-			l := &listener.Listener{}
-			unmarshalJSON(t, d.(map[string]any)["activeState"].(map[string]any)["listener"], l)
-			istiod[l.Name] = l
-		}
+	for _, raw := range dump.Listeners {
+		l := &listener.Listener{}
+		unmarshalJSON(t, raw, l)
+		istiod[l.Name] = l
 	}
-	return map[string][]byte{name + ".yaml": cfg}, istiod
+	return map[string][]byte{name + ".yaml": c.Config}, istiod
 }
 
 // jwtFilters returns the jwt_authn config of each HTTP chain of l, by

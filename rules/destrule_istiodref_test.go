@@ -2,7 +2,6 @@ package rules
 
 import (
 	"encoding/json"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,9 +10,9 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	"sigs.k8s.io/yaml"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 )
 
 // The DestinationRule and ServiceEntry cases of internal/istiodref
@@ -22,81 +21,31 @@ import (
 // with istiod's cluster by cluster and field by field, on the clusters of
 // the case's own namespaces. A case without istiod's output is skipped.
 
-// istiodRefCase reads a case's inputs.
-type istiodRefCase struct {
-	dir     string
-	config  []byte
-	proxies []struct {
-		Name     string         `json:"name"`
-		ID       string         `json:"id"`
-		Metadata map[string]any `json:"metadata"`
-	}
-}
-
-func loadIstiodRefCase(t *testing.T, name string) *istiodRefCase {
+// loadIstiodRefCase reads a case's inputs (internal/istiodref).
+func loadIstiodRefCase(t *testing.T, name string) *istiodref.Case {
 	t.Helper()
-	c := &istiodRefCase{dir: filepath.Join("..", "internal", "istiodref", "testdata", name)}
-	var err error
-	if c.config, err = os.ReadFile(filepath.Join(c.dir, "config.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, "proxies.yaml"))
+	c, err := istiodref.LoadCase(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Proxies any `json:"proxies"`
-	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	j, _ := json.Marshal(doc.Proxies)
-	if err := json.Unmarshal(j, &c.proxies); err != nil {
-		t.Fatal(err)
-	}
 	return c
-}
-
-// node is the proxy as the engine reads its node ID and metadata.
-func (c *istiodRefCase) node(t *testing.T, i int) *Node {
-	p := c.proxies[i]
-	parts := strings.Split(p.ID, "~")
-	if len(parts) != 4 {
-		t.Fatalf("proxy %s: bad ID %q", p.Name, p.ID)
-	}
-	n := &Node{ID: parts[2], Namespace: p.Metadata["NAMESPACE"].(string), IstioVersion: "1.31", ClusterID: "Kubernetes"}
-	n.PodName, _, _ = strings.Cut(parts[2], ".")
-	switch parts[0] {
-	case "router":
-		n.Type = encode.ProxyRouter
-	default:
-		n.Type = encode.ProxySidecar
-	}
-	n.IPs = []netip.Addr{netip.MustParseAddr(parts[1])}
-	if l, ok := p.Metadata["LABELS"].(map[string]any); ok {
-		n.Labels = map[string]string{}
-		for k, v := range l {
-			n.Labels[k] = v.(string)
-		}
-	}
-	return n
 }
 
 // compareIstiodRef builds each proxy's CDS and EDS and compares the
 // clusters whose name contains one of namespaces' hosts with istiod's.
 func compareIstiodRef(t *testing.T, name string, hostPart string, known map[string]string) {
 	c := loadIstiodRefCase(t, name)
-	snap := lrLoad(t, map[string][]byte{"config.yaml": c.config})
+	snap := lrLoad(t, map[string][]byte{"config.yaml": c.Config})
 	mesh := encode.DefaultMesh()
-	for i, p := range c.proxies {
+	for _, p := range c.Proxies {
 		t.Run(p.Name, func(t *testing.T) {
-			file := filepath.Join(c.dir, "istiod", p.Name+".json")
+			file := c.DumpFile(p)
 			if _, err := os.Stat(file); err != nil {
 				t.Skipf("istiod's output not produced yet: %v", err)
 			}
 			abs, _ := filepath.Abs(file)
 			want := readIstiodXDSFile(t, abs)
-			n := c.node(t, i)
+			n := refNode(t, p)
 			class := ClassOf(snap, mesh.RootNamespace, n)
 			sc := NewScope(snap, &class)
 			sc.Instances = ComputeInstances(snap, n)
@@ -180,7 +129,7 @@ func TestServiceEntrySANsMatchIstiod(t *testing.T) {
 // route configurations compared with istiod's field by field.
 func TestGatewayHashPolicyMatchesIstiod(t *testing.T) {
 	c := loadIstiodRefCase(t, "gw-hashpolicy")
-	file := filepath.Join(c.dir, "istiod", c.proxies[0].Name+".json")
+	file := c.DumpFile(c.Proxies[0])
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Skipf("istiod's output not produced yet: %v", err)
@@ -202,9 +151,9 @@ func TestGatewayHashPolicyMatchesIstiod(t *testing.T) {
 			want[rc["name"].(string)] = rc
 		}
 	}
-	snap := lrLoad(t, map[string][]byte{"config.yaml": c.config})
+	snap := lrLoad(t, map[string][]byte{"config.yaml": c.Config})
 	mesh := encode.DefaultMesh()
-	n := c.node(t, 0)
+	n := refNode(t, c.Proxies[0])
 	class := ClassOf(snap, mesh.RootNamespace, n)
 	sc := NewScope(snap, &class)
 	names := slices.Sorted(mapsKeys(want))
@@ -239,7 +188,7 @@ func newRouteConfiguration() *routev3.RouteConfiguration { return &routev3.Route
 // of the entries' outbound listeners compared with istiod's field by field.
 func TestDestinationRuleTunnelMatchesIstiod(t *testing.T) {
 	c := loadIstiodRefCase(t, "dr-tunnel")
-	b, err := os.ReadFile(filepath.Join(c.dir, "istiod", c.proxies[0].Name+".json"))
+	b, err := os.ReadFile(c.DumpFile(c.Proxies[0]))
 	if err != nil {
 		t.Skipf("istiod's output not produced yet: %v", err)
 	}
@@ -273,9 +222,9 @@ func TestDestinationRuleTunnelMatchesIstiod(t *testing.T) {
 			}
 		}
 	}
-	snap := lrLoad(t, map[string][]byte{"config.yaml": c.config})
+	snap := lrLoad(t, map[string][]byte{"config.yaml": c.Config})
 	mesh := encode.DefaultMesh()
-	n := c.node(t, 0)
+	n := refNode(t, c.Proxies[0])
 	class := ClassOf(snap, mesh.RootNamespace, n)
 	sc := NewScope(snap, &class)
 	sc.Instances = ComputeInstances(snap, n)

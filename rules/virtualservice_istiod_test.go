@@ -92,7 +92,8 @@ func TestVirtualServicesMatchIstiod(t *testing.T) {
 	}
 }
 
-// refNode is the Node the engine makes of a case's proxy.
+// refNode is the Node the engine makes of a case's proxy (every
+// istiodref comparison in rules builds its proxies with it).
 func refNode(t *testing.T, p istiodref.Proxy) *Node {
 	t.Helper()
 	parts := strings.Split(p.ID, "~")
@@ -104,6 +105,9 @@ func refNode(t *testing.T, p istiodref.Proxy) *Node {
 		n.Type = encode.ProxyRouter
 	}
 	n.PodName, n.Namespace, _ = strings.Cut(parts[2], ".")
+	if ns, ok := p.Metadata["NAMESPACE"].(string); ok && ns != "" {
+		n.Namespace = ns // what the engine reads first
+	}
 	n.IPs = []netip.Addr{netip.MustParseAddr(parts[1])}
 	if labels, ok := p.Metadata["LABELS"].(map[string]any); ok {
 		n.Labels = map[string]string{}
