@@ -228,3 +228,14 @@ func (m *Mesh) fieldsHash() uint64 {
 	}
 	return 1
 }
+
+// Digest is the hash of every field of m that keys holding m feed: two
+// meshes of equal Digest generate the same bytes.
+func (m *Mesh) Digest() uint64 {
+	v := m.hash.Load()
+	if v == 0 {
+		v = m.fieldsHash()
+		m.hash.Store(v)
+	}
+	return v
+}

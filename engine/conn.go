@@ -132,7 +132,8 @@ func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Res
 	if typeURL == TypeEndpoint && !wildcard && c.node.Type == encode.ProxyGRPC {
 		c.noteEDSNames(sc.Snapshot, names)
 	}
-	if res, ok := c.class.memoGet(sc.Snapshot.Version, typeURL, names, wildcard); ok {
+	mv := memoVersion{snap: sc.Snapshot.Version, mesh: c.e.meshNow().gen}
+	if res, ok := c.class.memoGet(mv, typeURL, names, wildcard); ok {
 		return append(dst, res...), nil
 	}
 	cache := c.e.cache
@@ -142,7 +143,7 @@ func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Res
 	start := len(dst)
 	dst, err := c.e.generate(sc, cache, typeURL, names, wildcard, dst)
 	if err == nil && memoizable(names, wildcard, dst[start:]) {
-		c.class.memoPut(sc.Snapshot.Version, typeURL, names, wildcard, dst[start:])
+		c.class.memoPut(mv, typeURL, names, wildcard, dst[start:])
 	}
 	return dst, err
 }

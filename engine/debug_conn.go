@@ -21,7 +21,7 @@ func (c *Conn) Resources(typeURL string, names []string, wildcard bool, rec enco
 	if rec != nil {
 		cache = cache.Recording(rec)
 	}
-	return build(typeURL, sc, c.e.mesh, cache, names, wildcard, nil)
+	return build(typeURL, sc, c.e.meshNow().mesh, cache, names, wildcard, nil)
 }
 
 // ConnectedAt is when the proxy connected.

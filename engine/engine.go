@@ -46,7 +46,6 @@ type Index interface {
 type Engine struct {
 	opts    Options
 	idx     Index
-	mesh    *encode.Mesh
 	cache   *encode.Cache
 	log     *slog.Logger
 	metrics Metrics
@@ -63,9 +62,9 @@ type Engine struct {
 	// as last pushed (see clusterFactsChanged). Run loop only.
 	cdsDigests map[index.ServiceKey]uint64
 
-	// meshes: the mesh and its flipped variant (a Sidecar's outbound
-	// traffic policy picks one).
-	meshes rules.Meshes
+	// meshState: the mesh, its flipped variant (a Sidecar's outbound
+	// traffic policy picks one) and its generation; SetMesh swaps it.
+	meshState atomic.Pointer[meshState]
 
 	// views hands out the derived state of each config version (rules/view.go).
 	views rules.Views
@@ -94,7 +93,6 @@ func New(idx Index, opts Options) *Engine {
 	e := &Engine{
 		opts:       opts,
 		idx:        idx,
-		mesh:       opts.Mesh,
 		cache:      opts.Cache,
 		log:        opts.Logger.With("component", "engine"),
 		metrics:    opts.Metrics,
@@ -102,8 +100,8 @@ func New(idx Index, opts Options) *Engine {
 		classes:    map[classKey]*class{},
 		conns:      map[*Conn]struct{}{},
 		cdsDigests: map[index.ServiceKey]uint64{},
-		meshes:     rules.NewMeshes(opts.Mesh),
 	}
+	e.meshState.Store(&meshState{mesh: opts.Mesh, meshes: rules.NewMeshes(opts.Mesh), gen: 1})
 	e.views.Verify = opts.Cache.Verifying()
 	e.changes.init()
 	e.recordClusterFacts(idx.Snapshot())
@@ -189,7 +187,7 @@ func (e *Engine) generate(sc *rules.Scope, cache *encode.Cache, typeURL string, 
 	if typeURL == TypeSecret {
 		return e.buildSecrets(sc, names, dst)
 	}
-	return build(typeURL, sc, e.meshes.For(sc), cache, names, wildcard, dst)
+	return build(typeURL, sc, e.meshNow().meshes.For(sc), cache, names, wildcard, dst)
 }
 
 // build is rules.Build, the builders' table; a test wraps it to watch or
@@ -198,7 +196,7 @@ var build = rules.Build
 
 // classOf is the class of node in snap, with the mesh's root namespace.
 func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
-	return rules.ClassOfIn(&e.views, snap, e.mesh.RootNamespace, node)
+	return rules.ClassOfIn(&e.views, snap, e.meshNow().mesh.RootNamespace, node)
 }
 
 // buildSecrets is the Secret builder for a proxy's request: a credential

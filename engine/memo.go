@@ -19,12 +19,16 @@ import (
 // single entry would thrash between them, rebuilding a thousand keys per
 // proxy.
 type memo struct {
-	version  uint64
+	version  memoVersion
 	wildcard bool
 	names    []string // the request's names (a private copy)
 	hash     uint64   // of names, to reject most mismatches in O(1)
 	res      []Resource
 }
+
+// memoVersion is what a memoized response was built from: a snapshot
+// and a mesh (SetMesh changes what the same snapshot builds).
+type memoVersion struct{ snap, mesh uint64 }
 
 // memoWays is how many responses a class keeps per type.
 const memoWays = 4
@@ -41,14 +45,14 @@ func namesHash(names []string) uint64 {
 
 var memoSeed = maphash.MakeSeed()
 
-func (m *memo) matches(version uint64, names []string, hash uint64, wildcard bool) bool {
+func (m *memo) matches(version memoVersion, names []string, hash uint64, wildcard bool) bool {
 	return m.version == version && m.wildcard == wildcard && len(m.names) == len(names) &&
 		m.hash == hash && slices.Equal(m.names, names)
 }
 
 // memoGet returns the memoized response for the request, if any. The slice
 // is shared: callers copy it.
-func (cl *class) memoGet(version uint64, typeURL string, names []string, wildcard bool) ([]Resource, bool) {
+func (cl *class) memoGet(version memoVersion, typeURL string, names []string, wildcard bool) ([]Resource, bool) {
 	cl.memoMu.Lock()
 	ms := cl.memos[typeURL]
 	cl.memoMu.Unlock()
@@ -67,7 +71,7 @@ func (cl *class) memoGet(version uint64, typeURL string, names []string, wildcar
 // memoPut records a response, ahead of at most memoWays-1 others of the
 // same snapshot. Entries and their lists are replaced, never mutated, so a
 // reader holding older ones is safe.
-func (cl *class) memoPut(version uint64, typeURL string, names []string, wildcard bool, res []Resource) {
+func (cl *class) memoPut(version memoVersion, typeURL string, names []string, wildcard bool, res []Resource) {
 	m := &memo{version: version, wildcard: wildcard, names: slices.Clone(names), hash: namesHash(names), res: slices.Clone(res)}
 	cl.memoMu.Lock()
 	defer cl.memoMu.Unlock()

@@ -19,41 +19,41 @@ func TestMemoTwoSubscriptions(t *testing.T) {
 	cl := &class{}
 	old, cur := memoNames(1000), memoNames(1001)
 	resOld, resCur := []Resource{{Name: "old"}}, []Resource{{Name: "cur"}}
-	cl.memoPut(7, TypeEndpoint, old, false, resOld)
-	cl.memoPut(7, TypeEndpoint, cur, false, resCur)
+	cl.memoPut(memoVersion{snap: 7}, TypeEndpoint, old, false, resOld)
+	cl.memoPut(memoVersion{snap: 7}, TypeEndpoint, cur, false, resCur)
 	for range 3 {
-		if r, ok := cl.memoGet(7, TypeEndpoint, old, false); !ok || r[0].Name != "old" {
+		if r, ok := cl.memoGet(memoVersion{snap: 7}, TypeEndpoint, old, false); !ok || r[0].Name != "old" {
 			t.Fatalf("old list: %v %v", r, ok)
 		}
-		if r, ok := cl.memoGet(7, TypeEndpoint, cur, false); !ok || r[0].Name != "cur" {
+		if r, ok := cl.memoGet(memoVersion{snap: 7}, TypeEndpoint, cur, false); !ok || r[0].Name != "cur" {
 			t.Fatalf("current list: %v %v", r, ok)
 		}
 	}
-	if _, ok := cl.memoGet(7, TypeEndpoint, memoNames(999), false); ok {
+	if _, ok := cl.memoGet(memoVersion{snap: 7}, TypeEndpoint, memoNames(999), false); ok {
 		t.Error("a list never generated hit the memo")
 	}
-	if _, ok := cl.memoGet(7, TypeEndpoint, cur, true); ok {
+	if _, ok := cl.memoGet(memoVersion{snap: 7}, TypeEndpoint, cur, true); ok {
 		t.Error("a wildcard request hit a named entry")
 	}
-	if _, ok := cl.memoGet(8, TypeEndpoint, cur, false); ok {
+	if _, ok := cl.memoGet(memoVersion{snap: 8}, TypeEndpoint, cur, false); ok {
 		t.Error("a newer snapshot hit an older entry")
 	}
 	// A newer snapshot drops the older entries; at most memoWays are kept.
 	for i := range memoWays + 2 {
-		cl.memoPut(8, TypeEndpoint, memoNames(i+1), false, resCur)
+		cl.memoPut(memoVersion{snap: 8}, TypeEndpoint, memoNames(i+1), false, resCur)
 	}
 	if n := len(cl.memos[TypeEndpoint]); n != memoWays {
 		t.Errorf("%d entries kept, want %d", n, memoWays)
 	}
-	if _, ok := cl.memoGet(8, TypeEndpoint, memoNames(1), false); ok {
+	if _, ok := cl.memoGet(memoVersion{snap: 8}, TypeEndpoint, memoNames(1), false); ok {
 		t.Error("the oldest entry was not evicted")
 	}
-	if _, ok := cl.memoGet(8, TypeEndpoint, memoNames(memoWays+2), false); !ok {
+	if _, ok := cl.memoGet(memoVersion{snap: 8}, TypeEndpoint, memoNames(memoWays+2), false); !ok {
 		t.Error("the newest entry missed")
 	}
 	// Replacing an entry with the same request keeps one copy.
-	cl.memoPut(8, TypeEndpoint, memoNames(memoWays+2), false, resOld)
-	if r, _ := cl.memoGet(8, TypeEndpoint, memoNames(memoWays+2), false); r[0].Name != "old" {
+	cl.memoPut(memoVersion{snap: 8}, TypeEndpoint, memoNames(memoWays+2), false, resOld)
+	if r, _ := cl.memoGet(memoVersion{snap: 8}, TypeEndpoint, memoNames(memoWays+2), false); r[0].Name != "old" {
 		t.Error("a re-put entry did not replace the old one")
 	}
 	if n := len(cl.memos[TypeEndpoint]); n != memoWays {

@@ -108,7 +108,7 @@ func (e *Engine) scopedTargets(classes []*class, changes *scopedChanges) []*clas
 		prev := cl.pushed.Swap(cur)
 		repush := cl.repush
 		cl.repush = false
-		if repush || cl.key.class.Type == encode.ProxyGRPC || changes.affects(prev, cur, e.mesh.RootNamespace) {
+		if repush || cl.key.class.Type == encode.ProxyGRPC || changes.affects(prev, cur, e.meshNow().mesh.RootNamespace) {
 			out = append(out, cl)
 		}
 	}
@@ -136,7 +136,7 @@ func (e *Engine) settleMoves(moves []classMove, changes *scopedChanges) {
 		}
 		prev := m.from.pushed.Load()
 		if prev == nil || changes == nil || !labelsOnly(m.from.key, m.to.key) ||
-			changes.affects(prev, m.to.scope(e), e.mesh.RootNamespace) {
+			changes.affects(prev, m.to.scope(e), e.meshNow().mesh.RootNamespace) {
 			m.to.repush = true
 			continue
 		}

@@ -3,6 +3,7 @@ package serve
 import (
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -98,9 +99,9 @@ type XDSServer struct {
 	// deltaTransitions: Delta responses shared by streams in the same
 	// state (see delta_transition.go).
 	deltaTransitions *deltaTransitions
-	conns            registry    // live streams, for debug (connections.go)
-	debug            DebugSource // istio.io/debug types (debug_types.go); nil answers none
-	rootNamespace    string      // XDSOptions.RootNamespace (unknown_types.go)
+	conns            registry               // live streams, for debug (connections.go)
+	debug            DebugSource            // istio.io/debug types (debug_types.go); nil answers none
+	rootNamespace    atomic.Pointer[string] // XDSOptions.RootNamespace, then SetRootNamespace's (unknown_types.go)
 
 	limitState // Limits (limits.go)
 }
@@ -118,11 +119,8 @@ func NewXDSServer(backend Backend, opts XDSOptions) *XDSServer {
 		deltaTransitions: newDeltaTransitions(),
 		limitState:       newLimitState(opts.Limits),
 		debug:            opts.Debug,
-		rootNamespace:    opts.RootNamespace,
 	}
-	if s.rootNamespace == "" {
-		s.rootNamespace = defaultRootNamespace
-	}
+	s.SetRootNamespace(opts.RootNamespace)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -130,6 +128,15 @@ func NewXDSServer(backend Backend, opts XDSOptions) *XDSServer {
 		s.metrics = NopXDSMetrics{}
 	}
 	return s
+}
+
+// SetRootNamespace changes the mesh's root namespace (a new mesh config):
+// streams check callers against it from then on. Empty is istio-system.
+func (s *XDSServer) SetRootNamespace(ns string) {
+	if ns == "" {
+		ns = defaultRootNamespace
+	}
+	s.rootNamespace.Store(&ns)
 }
 
 // Register registers the AggregatedDiscoveryService on gs (a *grpc.Server).

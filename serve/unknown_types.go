@@ -113,7 +113,7 @@ func (c *conn) unknownType(typeURL string) (answer, error) {
 		c.log.Debug("xds type not served to a proxyless gRPC client: left unanswered", "type", clip(typeURL, clipShort))
 		return answerNone, nil
 	}
-	root := c.srv.rootNamespace
+	root := *c.srv.rootNamespace.Load()
 	switch {
 	case c.who == nil || !c.who.check:
 		c.log.Warn("xds stream refused: a type only the control plane may ask for, from an unauthenticated caller", "type", clip(typeURL, clipShort))

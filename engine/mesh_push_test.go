@@ -1,0 +1,216 @@
+package engine_test
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/engine"
+	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/serve"
+)
+
+// meshClient is a real ADS (SotW) client that subscribes to CDS and LDS,
+// ACKs everything and counts the responses of each type.
+type meshClient struct {
+	mu       sync.Mutex
+	counts   map[string]int      // guarded by mu
+	last     map[string][]byte // the last response's resources of each type, concatenated; guarded by mu
+	changed  chan struct{}
+}
+
+func newMeshClient(t *testing.T, ctx context.Context, addr, id, ns string) *meshClient {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _ := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "ISTIO_VERSION": "1.31.0", "INSTANCE_IPS": strings.Split(id, "~")[1]})
+	node := &corev3.Node{Id: id, Metadata: md}
+	c := &meshClient{counts: map[string]int{}, last: map[string][]byte{}, changed: make(chan struct{}, 1)}
+	for i, typ := range []string{engine.TypeCluster, engine.TypeListener} {
+		req := &discoveryv3.DiscoveryRequest{TypeUrl: typ}
+		if i == 0 {
+			req.Node = node
+		}
+		if err := st.Send(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.counts[r.TypeUrl]++
+			var all []byte
+			for _, a := range r.Resources {
+				all = append(all, a.Value...) // names are inside; matched by substring
+			}
+			c.last[r.TypeUrl] = all
+			c.mu.Unlock()
+			select {
+			case c.changed <- struct{}{}:
+			default:
+			}
+			_ = st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: r.TypeUrl, VersionInfo: r.VersionInfo, ResponseNonce: r.Nonce})
+		}
+	}()
+	return c
+}
+
+func (c *meshClient) count(typ string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[typ]
+}
+
+// has reports whether the last response of typ holds s.
+func (c *meshClient) has(typ, s string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Contains(string(c.last[typ]), s)
+}
+
+// waitFor waits until cond holds, failing the test at ctx's deadline.
+func (c *meshClient) waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-c.changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		}
+	}
+}
+
+// TestSetMeshPushesAffected runs real ADS clients (two sidecars, one
+// gateway) against the engine and serve: a mesh equal to the current one
+// pushes nothing; REGISTRY_ONLY sends the sidecars one new LDS (their
+// outbound listener's passthrough route changes) and the gateway nothing.
+// Every client then gets a marker service's CDS: pushes to one stream are
+// sent in order, so what a client received before the marker is all the
+// mesh change sent it.
+func TestSetMeshPushesAffected(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := index.NewWriter()
+	sy := w.Symbols()
+	addService := func(name string, port uint32, proto index.Protocol) {
+		svc := index.ServiceKey{Host: sy.Intern(name + ".shop.svc.cluster.local"), Namespace: sy.Intern("shop")}
+		var b index.Batch
+		b.PutService(index.Service{Key: svc, Name: sy.Intern(name), Origin: index.OriginKubernetes,
+			Addresses: []netip.Prefix{netip.MustParsePrefix("10.96.0.30/32")},
+			Ports:     []index.Port{{Name: sy.Intern("p"), Number: port, Protocol: proto}}})
+		w.Apply(&b)
+	}
+	addService("reviews", 80, index.ProtocolHTTP)
+	eng := engine.New(w, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: encode.DefaultMesh()})
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); eng.Run(runCtx) }()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(serve.ServerOptions()...)
+	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+
+	addr := lis.Addr().String()
+	sidecars := []*meshClient{
+		newMeshClient(t, ctx, addr, "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop"),
+		newMeshClient(t, ctx, addr, "sidecar~10.1.0.2~b-1.other~other.svc.cluster.local", "other"),
+	}
+	router := newMeshClient(t, ctx, addr, "router~10.1.0.3~gw-1.istio-system~istio-system.svc.cluster.local", "istio-system")
+	all := append(sidecars[:2:2], router)
+	marker := 0
+	// settle adds a marker TCP service on a port of its own and waits for
+	// every client's CDS to hold it, and the sidecars' LDS (its outbound
+	// listener: LDS is sent after CDS); it returns each client's LDS
+	// count then.
+	settle := func() []int {
+		marker++
+		name := "marker" + string(rune('a'+marker))
+		port := uint32(9000 + marker)
+		addService(name, port, index.ProtocolTCP)
+		out := make([]int, len(all))
+		for i, c := range all {
+			c.waitFor(t, ctx, "marker CDS", func() bool { return c.has(engine.TypeCluster, name+".shop") })
+			if c != router {
+				c.waitFor(t, ctx, "marker LDS", func() bool { return c.has(engine.TypeListener, "_"+itoa(port)) })
+			}
+			out[i] = c.count(engine.TypeListener)
+		}
+		return out
+	}
+	before := settle()
+
+	if eng.SetMesh(encode.DefaultMesh()) {
+		t.Error("an equal mesh is a change")
+	}
+	after := settle()
+	for i := range all {
+		want := 1 // the marker's listener
+		if all[i] == router {
+			want = 0
+		}
+		if d := after[i] - before[i]; d != want {
+			t.Errorf("client %d: %d LDS responses after an equal mesh and a marker, want %d", i, d, want)
+		}
+	}
+
+	m := encode.DefaultMesh()
+	m.OutboundAllowAny = false
+	if !eng.SetMesh(m) {
+		t.Fatal("REGISTRY_ONLY is not a change")
+	}
+	for i, c := range sidecars {
+		c.waitFor(t, ctx, "REGISTRY_ONLY LDS", func() bool { return c.count(engine.TypeListener) > after[i] })
+	}
+	final := settle()
+	for i := range sidecars {
+		// The mesh's LDS, then the marker's.
+		if d := final[i] - after[i]; d != 2 {
+			t.Errorf("sidecar %d: %d LDS responses after REGISTRY_ONLY and a marker, want 2", i, d)
+		}
+	}
+	if d := final[2] - after[2]; d != 0 {
+		t.Errorf("gateway: %d LDS responses after REGISTRY_ONLY, want 0", d)
+	}
+	if eng.Mesh() != m {
+		t.Error("Mesh() is not the mesh set")
+	}
+}
+
+func itoa(n uint32) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
