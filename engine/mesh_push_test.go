@@ -24,10 +24,10 @@ import (
 // meshClient is a real ADS (SotW) client that subscribes to CDS and LDS,
 // ACKs everything and counts the responses of each type.
 type meshClient struct {
-	mu       sync.Mutex
-	counts   map[string]int      // guarded by mu
-	last     map[string][]byte // the last response's resources of each type, concatenated; guarded by mu
-	changed  chan struct{}
+	mu      sync.Mutex
+	counts  map[string]int    // guarded by mu
+	last    map[string][]byte // the last response's resources of each type, concatenated; guarded by mu
+	changed chan struct{}
 }
 
 func newMeshClient(t *testing.T, ctx context.Context, addr, id, ns string) *meshClient {
