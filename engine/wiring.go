@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 )
@@ -51,6 +52,15 @@ type MeshSettings struct {
 	// JWKSFetchMode is PILOT_JWT_ENABLE_REMOTE_JWKS: istiod (or false,
 	// empty), hybrid (or true), envoy; CheckJWKSFetchMode tells a bad one.
 	JWKSFetchMode string
+	// RootNamespace is meshConfig rootNamespace (istio-system).
+	RootNamespace string
+	// ConnectTimeout is meshConfig connectTimeout (0: 10s).
+	ConnectTimeout time.Duration
+	// ProtocolDetectionTimeout is meshConfig protocolDetectionTimeout
+	// (0: disabled, istiod's default).
+	ProtocolDetectionTimeout time.Duration
+	// DisableAutoMTLS is meshConfig enableAutoMtls: false.
+	DisableAutoMTLS bool
 }
 
 // CheckJWKSFetchMode reports whether s is one of istiod's
@@ -87,6 +97,14 @@ func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 		m.TrustDomain = s.TrustDomain
 	}
 	m.TrustDomainAliases = append([]string(nil), s.TrustDomainAliases...)
+	if s.RootNamespace != "" {
+		m.RootNamespace = s.RootNamespace
+	}
+	if s.ConnectTimeout > 0 {
+		m.ConnectTimeout = s.ConnectTimeout
+	}
+	m.ProtocolDetectionTimeout = s.ProtocolDetectionTimeout
+	m.EnableAutoMTLS = !s.DisableAutoMTLS
 	m.JWKSFetchMode, _ = encode.ParseJWKSFetchMode(s.JWKSFetchMode)
 	return m, nil
 }

@@ -72,7 +72,7 @@ longer exists fails the build, as does a named test that does not exist.
 
 	for i, k := range ledgerKinds() {
 		c := counts[i]
-		fmt.Fprintf(&b, "## %s\n\n%s: %d honoured, %d partial, %d unsupported.\n\n", k, kinds[k].group,
+		fmt.Fprintf(&b, "## %s\n\n%s: %d honoured, %d partial, %d unsupported.\n\n", ledgerKindName(k), ledgerKindGroup(k),
 			c.Honoured, c.Partial, c.Unsupported)
 		b.WriteString("| field | support | test, or why not |\n|---|---|---|\n")
 		for _, r := range ledgerRows(k) {

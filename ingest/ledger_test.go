@@ -32,8 +32,8 @@ func TestLedgerComplete(t *testing.T) {
 	for _, k := range ledgerKinds() {
 		for _, r := range ledgerRows(k) {
 			if !r.Known {
-				t.Errorf("%s %s (%s) is not in the ledger: classify it in ingest/ledger_networking.go or ledger_security.go",
-					k, r.Path, r.Field.FullName())
+				t.Errorf("%s %s (%s) is not in the ledger: classify it in ingest/ledger_networking.go, ledger_security.go or ledger_mesh.go",
+					ledgerKindName(k), r.Path, r.Field.FullName())
 			}
 		}
 	}
@@ -52,7 +52,7 @@ func TestLedgerComplete(t *testing.T) {
 			checkLedgerEntry(t, k.String()+" "+string(name), e)
 		}
 	}
-	if n := len(networkingLedger) + len(securityLedger); len(ledgerEntries) != n {
+	if n := len(networkingLedger) + len(securityLedger) + len(meshLedger); len(ledgerEntries) != n {
 		t.Errorf("%d entries, want %d: a field is in both tables", len(ledgerEntries), n)
 	}
 }

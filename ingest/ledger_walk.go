@@ -62,6 +62,7 @@ type ledgerStep struct {
 const maxLedgerDepth = 32
 
 type ledgerWalker struct {
+	top   string // the paths' first step; "" is "spec"
 	kl    *kindLedger
 	r     *reporter
 	depth int
@@ -123,10 +124,14 @@ func (w *ledgerWalker) descend(fd protoreflect.FieldDescriptor, v protoreflect.V
 
 // report adds the warning msg for the field the walker is at.
 func (w *ledgerWalker) report(msg string) {
+	top := w.top
+	if top == "" {
+		top = "spec"
+	}
 	var p *fieldPath
-	p = p.f("spec")
+	p = p.f(top)
 	var generic strings.Builder
-	generic.WriteString("spec")
+	generic.WriteString(top)
 	for i := 0; i < w.depth; i++ {
 		s := &w.steps[i]
 		p = p.f(s.fd.JSONName())

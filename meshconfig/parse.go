@@ -304,3 +304,18 @@ func lineOfValue(root *yaml3.Node, field, v string) int {
 	}
 	return l.Line
 }
+
+// Bare decodes only the fields a document sets (no defaults, no
+// validation), for telling which fields a user set; unknown fields are
+// skipped.
+func Bare(data []byte) (*meshv1.MeshConfig, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	mc := &meshv1.MeshConfig{}
+	if err := applyJSON(js, mc); err != nil {
+		return nil, err
+	}
+	return mc, nil
+}

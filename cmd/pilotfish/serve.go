@@ -44,6 +44,10 @@ type serveOptions struct {
 	kube               kubeOptions    // serve_kube.go
 	leader             leaderOptions  // leader.go
 	jwks               jwksOptions    // serve_jwks.go
+	mesh               meshOptions    // mesh.go
+	// explicit names the mesh-related flags given on the command line or
+	// by their environment variables: they win over the mesh config.
+	explicit map[string]bool
 	logOut             io.Writer      // where logs go; nil is stderr (tests capture them)
 }
 
@@ -77,6 +81,12 @@ flag on the command line wins).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			o.explicit = map[string]bool{}
+			for flag, env := range map[string]string{"outbound-traffic-policy": "PILOTFISH_OUTBOUND_TRAFFIC_POLICY",
+				"trust-domain-aliases": "PILOTFISH_TRUST_DOMAIN_ALIASES", "trust-domain": "TRUST_DOMAIN"} {
+				_, inEnv := os.LookupEnv(env)
+				o.explicit[flag] = cmd.Flags().Changed(flag) || inEnv
+			}
 			return runServe(ctx, o, nil)
 		},
 	}
@@ -102,6 +112,7 @@ flag on the command line wins).`,
 	addKubeFlags(f, &o.kube)
 	addLeaderFlags(f, &o.leader)
 	addJWKSFlags(f, &o.jwks)
+	addMeshFlags(f, &o.mesh)
 	return cmd
 }
 
@@ -119,18 +130,13 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	if err != nil {
 		return err
 	}
-	mesh, err := engine.MeshSettings{
-		DomainSuffix: o.domain,
-		// Endpoints of every source (files too) belong to this cluster.
-		ClusterID: o.kube.clusterID,
-		// The CA's identities and xDS SAN checks agree (ca.go).
-		TrustDomain:           o.ca.trustDomain,
-		TrustDomainAliases:    o.trustDomainAliases,
-		JWKSFetchMode:         o.jwks.mode,
-		OutboundTrafficPolicy: o.outboundPolicy,
-	}.Mesh()
+	meshSrc, meshSettings, err := startMesh(ctx, o, log) // mesh_serve.go
 	if err != nil {
-		return fmt.Errorf("--outbound-traffic-policy: %w", err)
+		return err
+	}
+	mesh, err := meshSettings.Mesh()
+	if err != nil {
+		return err
 	}
 
 	source, err := newSources(o, log) // serve_kube.go
@@ -149,7 +155,9 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		Metrics:            metrics.engine(),
 	})
 	metrics.watchCache(eng.Cache())
-	metrics.watchUnsupported(source.Errors)
+	sourceErrors := func() []error { return append(source.Errors(), meshSrc.Errors()...) }
+	metrics.watchUnsupported(sourceErrors)
+	metrics.registry.MustRegister(meshSrc.errCount)
 
 	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
 	gate := newSyncGate(source.Synced, metrics.registry)
@@ -158,6 +166,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	xdsServer := serve.NewXDSServer(backend{e: eng, gate: gate}, serve.XDSOptions{Logger: log, Metrics: metrics.xds(), Limits: o.limits.xds(),
 		ControlPlaneID: controlPlaneID, Debug: debug.XDS(eng), RootNamespace: mesh.RootNamespace})
 	xdsServer.Register(grpcServer)
+	meshSrc.connect(eng, xdsServer)
 	// The CA on the plaintext server, and the TLS server (xDS and CA): ca.go.
 	o.ca.grpcOptions = o.limits.grpcOptions() // the TLS server's too (serve_limits.go)
 	o.ca.authMetrics = metrics.xds()
@@ -187,7 +196,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return fmt.Errorf("gRPC listen on %s: %w", o.grpcAddr, err)
 	}
 	httpServer := serve.NewHTTPServer(serve.HTTPOptions{Addr: o.httpAddr, Ready: source.Synced, Gatherer: metrics.registry, Logger: log})
-	debug.Register(httpServer, debug.Views{Engine: eng, XDS: xdsServer, Errors: withInjectErrors(source.Errors, injection), Pushes: metrics.push,
+	debug.Register(httpServer, debug.Views{Engine: eng, XDS: xdsServer, Errors: withInjectErrors(sourceErrors, injection), Pushes: metrics.push,
 		ControlPlaneID: controlPlaneID})
 	httpAddr, err := httpServer.Start()
 	if err != nil {
@@ -201,6 +210,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	sourceErr := make(chan error, 1)
 	go func() { sourceErr <- source.Run(runCtx) }()
 	go eng.Run(runCtx)
+	go meshSrc.run(runCtx)
 	secure.run(runCtx)
 	webhook.run(runCtx)
 	leader.start(runCtx)

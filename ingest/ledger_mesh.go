@@ -1,0 +1,176 @@
+package ingest
+
+import (
+	"bytes"
+
+	yaml "go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	meshv1 "istio.io/api/mesh/v1alpha1"
+)
+
+// The mesh config (ConfigMap istio: keys mesh and meshNetworks) is read
+// outside of objects, so its messages are ledger roots of their own: two
+// ledger-only kinds after the object kinds, with the same tables, checks,
+// warnings and docs as the Istio kinds.
+const (
+	kindMeshConfig Kind = numKinds + iota
+	kindMeshNetworks
+	numLedgerKinds
+)
+
+// MeshConfigKind is the kind name mesh config problems carry (in
+// /debug/config_errors and the unsupported-fields gauge).
+const MeshConfigKind = "MeshConfig"
+
+// ledgerKindName names a ledger kind (an object kind, or a mesh root).
+func ledgerKindName(k Kind) string {
+	switch k {
+	case kindMeshConfig:
+		return MeshConfigKind
+	case kindMeshNetworks:
+		return "MeshNetworks"
+	}
+	return k.String()
+}
+
+// ledgerKindGroup is, for docs/compatibility.md, where a kind comes from.
+func ledgerKindGroup(k Kind) string {
+	switch k {
+	case kindMeshConfig:
+		return "ConfigMap istio, key mesh (or --mesh-config)"
+	case kindMeshNetworks:
+		return "ConfigMap istio, key meshNetworks"
+	}
+	return kinds[k].group
+}
+
+// ledgerTop is the first step of a kind's field paths.
+func ledgerTop(k Kind) string {
+	switch k {
+	case kindMeshConfig:
+		return "mesh"
+	case kindMeshNetworks:
+		return "meshNetworks"
+	}
+	return "spec"
+}
+
+func meshRootDescriptor(k Kind) protoreflect.MessageDescriptor {
+	if k == kindMeshNetworks {
+		return (&meshv1.MeshNetworks{}).ProtoReflect().Descriptor()
+	}
+	return (&meshv1.MeshConfig{}).ProtoReflect().Descriptor()
+}
+
+const (
+	meshTelemetry = "telemetry settings are not implemented by pilotfish yet (issue 20)"
+	meshAmbient   = "ambient mode (ztunnel, waypoints, HBONE) is not implemented by pilotfish"
+	meshNotYet    = "not implemented by pilotfish yet"
+	meshTested    = "main.TestMeshConfigFieldsServed"
+)
+
+// meshLedger classifies the mesh config's fields.
+var meshLedger = ledgerTable{
+	"istio.mesh.v1alpha1.MeshConfig.proxy_listen_port":               unsupported("the sidecars' virtual outbound listener is always on port 15001 in pilotfish"),
+	"istio.mesh.v1alpha1.MeshConfig.proxy_inbound_listen_port":       unsupported("the sidecars' virtual inbound listener is always on port 15006 in pilotfish"),
+	"istio.mesh.v1alpha1.MeshConfig.proxy_http_port":                 unsupported("pilotfish generates no HTTP proxy listener"),
+	"istio.mesh.v1alpha1.MeshConfig.connect_timeout":                 honoured(meshTested),
+	"istio.mesh.v1alpha1.MeshConfig.hbone_idle_timeout":              unsupported(meshAmbient),
+	"istio.mesh.v1alpha1.MeshConfig.protocol_detection_timeout":      honoured(meshTested),
+	"istio.mesh.v1alpha1.MeshConfig.tcp_keepalive":                   unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.ingress_class":                   unsupported("Kubernetes Ingress resources are not read by pilotfish"),
+	"istio.mesh.v1alpha1.MeshConfig.ingress_service":                 unsupported("Kubernetes Ingress resources are not read by pilotfish"),
+	"istio.mesh.v1alpha1.MeshConfig.ingress_controller_mode":         unsupported("Kubernetes Ingress resources are not read by pilotfish"),
+	"istio.mesh.v1alpha1.MeshConfig.ingress_selector":                unsupported("Kubernetes Ingress resources are not read by pilotfish"),
+	"istio.mesh.v1alpha1.MeshConfig.enable_tracing":                  unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.access_log_file":                 unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.access_log_format":               unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.access_log_encoding":             unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.enable_envoy_access_log_service": unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.disable_envoy_listener_log":      unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.default_config": partial("inject.TestCorpusMatchesIstioctl",
+		"given to proxies by sidecar injection (PROXY_CONFIG, which istio-agent applies), as istiod's injector does; "+
+			"the control plane reads a proxy's settings from its node metadata").whole(),
+	"istio.mesh.v1alpha1.MeshConfig.outbound_traffic_policy":            honoured(meshTested),
+	"istio.mesh.v1alpha1.MeshConfig.OutboundTrafficPolicy.mode":         honoured("engine.TestMeshOutboundTrafficPolicy"),
+	"istio.mesh.v1alpha1.MeshConfig.OutboundTrafficPolicy.tls":          unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.inbound_traffic_policy":             unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.config_sources":                     unsupported("pilotfish reads the API server and --config-dir, never MCP or file config sources"),
+	"istio.mesh.v1alpha1.MeshConfig.enable_auto_mtls":                   honoured(meshTested),
+	"istio.mesh.v1alpha1.MeshConfig.trust_domain":                       honoured(meshTested),
+	"istio.mesh.v1alpha1.MeshConfig.trust_domain_aliases":               honoured("rules.TestTrustDomainAliasesMatchIstiod"),
+	"istio.mesh.v1alpha1.MeshConfig.ca_certificates":                    unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.default_service_export_to":          unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.default_virtual_service_export_to":  unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.default_destination_rule_export_to": unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.root_namespace":                     honoured(meshTested),
+	"istio.mesh.v1alpha1.MeshConfig.locality_lb_setting":                unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.zone_aware_lb_setting":              unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.dns_refresh_rate":                   unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.h2_upgrade_policy":                  unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.inbound_cluster_stat_name":          unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.outbound_cluster_stat_name":         unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.certificates":                       unsupported("deprecated in Istio; pilotfish's CA does not write DNS certificates"),
+	"istio.mesh.v1alpha1.MeshConfig.service_settings":                   unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.service_scope_configs":              unsupported(meshAmbient),
+	"istio.mesh.v1alpha1.MeshConfig.enable_prometheus_merge":            honouredNote("inject.TestCorpusMatchesIstioctl", "read by sidecar injection (prometheus.io annotations merged into the agent's)"),
+	"istio.mesh.v1alpha1.MeshConfig.verify_certificate_at_client":       unsupported("deprecated in Istio"),
+	"istio.mesh.v1alpha1.MeshConfig.ca":                                 unsupported("pilotfish signs with its own CA (--ca-*), never an external one named here"),
+	"istio.mesh.v1alpha1.MeshConfig.extension_providers":                unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.default_providers":                  unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.discovery_selectors": partial("meshconfig.TestDiscoverySelectors",
+		"parsed and validated as istiod does; limiting the namespaces read depends on the sources' namespace filter").whole(),
+	"istio.mesh.v1alpha1.MeshConfig.path_normalization":        unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.default_http_retry_policy": unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.mesh_mTLS":                 unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.tls_defaults":              unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.default_traffic_policy":    unsupported(meshNotYet),
+	"istio.mesh.v1alpha1.MeshConfig.service_entry_visibility":  unsupported(meshNotYet),
+
+	"istio.mesh.v1alpha1.MeshNetworks.networks": unsupported("multi-network meshes are not supported by pilotfish (one network)"),
+}
+
+// whole makes a supported entry stand for its message's whole subtree:
+// its fields are not classified one by one (the note says why).
+func (e LedgerEntry) whole() LedgerEntry {
+	e.subtree = true
+	return e
+}
+
+// MeshUnsupported returns the ledger's warnings for a mesh config: one
+// per unsupported field the document sets (only what it sets, not
+// istiod's defaults, which Parse applies), as *Error of kind MeshConfig
+// naming the field ("mesh.localityLbSetting") and its line in file.
+// data is the mesh document (the `mesh` key's YAML, for the lines), bare
+// the fields it sets alone (meshconfig.Bare).
+func MeshUnsupported(file string, data []byte, bare *meshv1.MeshConfig) []error {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 || bare == nil {
+		return nil
+	}
+	root := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Value: "mesh", Line: 1}, doc.Content[0]}}
+	r := reporter{file: file, kind: MeshConfigKind, docLine: 1, root: root}
+	w := ledgerWalker{kl: compiledLedger()[kindMeshConfig], r: &r, top: "mesh"}
+	w.message(proto.Message(bare).ProtoReflect())
+	return r.errs
+}
+
+// MeshProblem is a problem of a mesh config as an *Error of kind
+// MeshConfig, for /debug/config_errors: file names where the document
+// came from ("ConfigMap istio-system/istio key mesh", a file path), field
+// its path below the mesh key; warning marks what was ignored (an unknown
+// field, meshNetworks' networks) rather than refused.
+func MeshProblem(file string, line int, field, msg string, warning bool) error {
+	cause := ErrInvalid
+	if warning {
+		cause = ErrIgnored
+	}
+	e := &Error{Pos: Position{File: file, Line: line}, Kind: MeshConfigKind, Message: msg, cause: cause}
+	if field != "" {
+		e.Field = "mesh." + field
+	}
+	return e
+}
