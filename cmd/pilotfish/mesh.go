@@ -73,12 +73,12 @@ type meshState struct {
 	errCount prometheus.Counter
 
 	mu        sync.Mutex
-	inputs    [numMeshInputs]meshInput  // guarded by mu
-	current   *meshv1.MeshConfig        // guarded by mu; the last good
-	problems  []error                   // guarded by mu
+	inputs    [numMeshInputs]meshInput   // guarded by mu
+	current   *meshv1.MeshConfig         // guarded by mu; the last good
+	problems  []error                    // guarded by mu
 	subs      []func(*meshv1.MeshConfig) // guarded by mu
-	caTD      string                    // the CA's trust domain at start; guarded by mu
-	overrides map[string]bool           // flag overrides already logged; guarded by mu
+	caTD      string                     // the CA's trust domain at start; guarded by mu
+	overrides map[string]bool            // flag overrides already logged; guarded by mu
 }
 
 // subscribe registers fn for every mesh config applied from now on (the

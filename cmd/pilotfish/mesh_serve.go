@@ -74,9 +74,6 @@ func startMesh(ctx context.Context, o *serveOptions, log *slog.Logger) (*meshSou
 	}
 	s.caTD = o.ca.trustDomain
 	first.TrustDomain = o.ca.trustDomain
-	if s.flags.trustDomainSet || s.current == nil {
-		first.TrustDomain = o.ca.trustDomain
-	}
 	return s, first, nil
 }
 

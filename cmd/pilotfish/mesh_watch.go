@@ -142,7 +142,9 @@ func watchMeshConfigMap(ctx context.Context, client kubernetes.Interface, s *mes
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    onCM,
 		UpdateFunc: func(_, o any) { onCM(o) },
-		DeleteFunc: func(any) { s.log.Warn("mesh ConfigMap deleted; keeping the last mesh config", "namespace", ns, "name", name) },
+		DeleteFunc: func(any) {
+			s.log.Warn("mesh ConfigMap deleted; keeping the last mesh config", "namespace", ns, "name", name)
+		},
 	})
 	f.Start(ctx.Done())
 	<-ctx.Done()

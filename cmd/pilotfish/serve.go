@@ -48,7 +48,7 @@ type serveOptions struct {
 	// explicit names the mesh-related flags given on the command line or
 	// by their environment variables: they win over the mesh config.
 	explicit map[string]bool
-	logOut             io.Writer      // where logs go; nil is stderr (tests capture them)
+	logOut   io.Writer // where logs go; nil is stderr (tests capture them)
 }
 
 func newServeCommand() *cobra.Command {
