@@ -59,8 +59,8 @@ func findDirConfigMap(dir, name string) meshInput {
 			}
 			return nil
 		}
-		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
-			return nil
+		if ext := filepath.Ext(p); (ext != ".yaml" && ext != ".yml") || !d.Type().IsRegular() {
+			return nil // a FIFO or device would block the read
 		}
 		data, err := readBounded(p)
 		if err != nil || !bytes.Contains(data, []byte("ConfigMap")) {
