@@ -79,6 +79,9 @@ type migrationEnv struct {
 //     client certificates (PeerAuthentication STRICT) and whose RBAC allows
 //     the other's principal (AuthorizationPolicy); the two certificates
 //     complete an mTLS handshake checking exactly those identities;
+//   - `istioctl tag set canary --revision pilotfish` makes from the chart's
+//     revision webhook the webhooks the chart renders for a tag, and a pod
+//     in a namespace labelled istio.io/rev=canary is injected by pilotfish;
 //   - after relabelling A to istio.io/rev=pilotfish, a new pod in A is
 //     injected by and served by pilotfish with the same checks against B;
 //     relabelled back (rollback), a new pod in A is istiod's again;
@@ -86,7 +89,8 @@ type migrationEnv struct {
 //     and one labelled istio.io/rev=pilotfish is not; with pilotfish's
 //     --revision (config selection), the reverse holds for pilotfish.
 //
-// Skipped when pilot-discovery or helm is not built (failed under $CI).
+// Skipped when pilot-discovery, helm or istioctl is not built (failed under
+// $CI).
 func TestMigrationFromIstiod(t *testing.T) {
 	root, err := kubetest.RepoRoot()
 	if err != nil {
@@ -94,6 +98,7 @@ func TestMigrationFromIstiod(t *testing.T) {
 	}
 	istiodBin := builtTool(t, filepath.Join(root, ".cache", "bin", "pilot-discovery"), "make pilot-discovery")
 	helmBin := builtTool(t, filepath.Join(root, ".cache", "bin", "helm"), "make helm")
+	istioctlBin := builtTool(t, filepath.Join(root, ".cache", "bin", "istioctl"), "make istioctl")
 	began := time.Now()
 	defer func() { t.Logf("migration test took %v", time.Since(began).Round(time.Second)) }()
 	c := kubetest.Start(t, kubetest.Options{IstioCRDs: true})
@@ -188,6 +193,12 @@ func TestMigrationFromIstiod(t *testing.T) {
 	b1 := e.workload("ns-b", "b-1", "10.20.1.1", pilotfishAddress)
 	e.workload("ns-c", "c-1", "10.20.2.1", pilotfishAddress) // through the tag
 	e.checkPair(a1, b1)
+
+	// A tag set by istioctl on pilotfish's revision has the chart's tag
+	// webhooks, and injects through pilotfish.
+	e.istioctlTag(istioctlBin)
+	e.namespace("ns-d", map[string]string{"istio.io/rev": "canary"})
+	e.workload("ns-d", "d-1", "10.20.3.1", pilotfishAddress)
 
 	// Migration: A moves to pilotfish; a new pod there is pilotfish's.
 	if out, err := c.Kubectl(t, "label", "namespace", "ns-a", "istio-injection-", "istio.io/rev=pilotfish", "--overwrite"); err != nil {
@@ -400,6 +411,50 @@ func (e *migrationEnv) checkXDS(self, peer *migrationWorkload) {
 		}
 		return ""
 	})
+}
+
+// istioctlTag runs `istioctl tag set canary --revision pilotfish` and
+// checks that the webhooks istioctl made from pilotfish's revision webhook
+// are those the chart renders for a tag (the chart's tag prod as stored,
+// renamed).
+func (e *migrationEnv) istioctlTag(istioctl string) {
+	t := e.t
+	t.Helper()
+	cmd := exec.CommandContext(e.ctx, istioctl, "tag", "set", "canary", "--revision", "pilotfish", "--kubeconfig", e.c.Kubeconfig,
+		"--istioNamespace", "istio-system", "--skip-confirmation")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("istioctl tag set: %v\n%s", err, out)
+	}
+	got, err := e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(e.ctx, "istio-revision-tag-canary", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart, err := e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(e.ctx, "istio-revision-tag-prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["istio.io/rev"] != "pilotfish" || got.Labels["istio.io/tag"] != "canary" {
+		t.Errorf("istioctl's tag webhook labels %v", got.Labels)
+	}
+	norm := func(ws []admissionregv1.MutatingWebhook, tag string) string {
+		var out []string
+		for _, w := range ws {
+			w.ClientConfig, w.TimeoutSeconds = admissionregv1.WebhookClientConfig{}, nil // the chart's timeout is a value
+			b, _ := json.Marshal(w)
+			out = append(out, strings.ReplaceAll(string(b), `"`+tag+`"`, `"TAG"`))
+		}
+		return strings.Join(out, "\n")
+	}
+	if a, b := norm(got.Webhooks, "canary"), norm(chart.Webhooks, "prod"); a != b {
+		t.Errorf("istioctl's tag webhooks differ from the chart's:\nistioctl: %s\nchart:    %s", a, b)
+	}
+	for _, w := range got.Webhooks {
+		if w.ClientConfig.URL == nil || !strings.HasSuffix(*w.ClientConfig.URL, "/inject") ||
+			!bytes.Equal(bytes.TrimSpace(w.ClientConfig.CABundle), bytes.TrimSpace(e.pki.rootPEM)) {
+			t.Errorf("istioctl's tag webhook %s calls %v with another caBundle", w.Name, w.ClientConfig.URL)
+		}
+	}
 }
 
 func (e *migrationEnv) namespace(name string, labels map[string]string) {
