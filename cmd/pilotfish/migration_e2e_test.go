@@ -85,9 +85,10 @@ type migrationEnv struct {
 //   - after relabelling A to istio.io/rev=pilotfish, a new pod in A is
 //     injected by and served by pilotfish with the same checks against B;
 //     relabelled back (rollback), a new pod in A is istiod's again;
-//   - a VirtualService labelled istio.io/rev=default is applied by istiod
-//     and one labelled istio.io/rev=pilotfish is not; with pilotfish's
-//     --revision (config selection), the reverse holds for pilotfish.
+//   - a VirtualService labelled istio.io/rev=default is applied by istiod,
+//     and ones labelled istio.io/rev=pilotfish or with its tag prod are
+//     not; with pilotfish's --revision (config selection), the reverse
+//     holds for pilotfish.
 //
 // Skipped when pilot-discovery, helm or istioctl is not built (failed under
 // $CI).
@@ -218,8 +219,9 @@ func TestMigrationFromIstiod(t *testing.T) {
 	}
 }
 
-// meshConfigYAML: a service per namespace, STRICT mTLS in both, each
-// allowing the other's workload, and a VirtualService per revision.
+// meshConfigYAML: a service per namespace, STRICT mTLS in A and B, each
+// allowing the other's workload, and a VirtualService per revision (and
+// one for the tag prod).
 const meshConfigYAML = `
 apiVersion: v1
 kind: Service
@@ -230,6 +232,11 @@ apiVersion: v1
 kind: Service
 metadata: {name: svc-b, namespace: ns-b}
 spec: {selector: {app: b}, ports: [{name: http, port: 8080, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc-c, namespace: ns-c}
+spec: {selector: {app: c}, ports: [{name: http, port: 8080, targetPort: 8080}]}
 ---
 apiVersion: security.istio.io/v1
 kind: PeerAuthentication
@@ -264,6 +271,13 @@ metadata: {name: to-b, namespace: ns-b, labels: {istio.io/rev: pilotfish}}
 spec:
   hosts: [svc-b.ns-b.svc.cluster.local]
   http: [{timeout: 17s, route: [{destination: {host: svc-b.ns-b.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-c, namespace: ns-c, labels: {istio.io/rev: prod}}
+spec:
+  hosts: [svc-c.ns-c.svc.cluster.local]
+  http: [{timeout: 19s, route: [{destination: {host: svc-c.ns-c.svc.cluster.local}}]}]
 `
 
 // workload creates pod name in ns (service account app-<x>, label app=<x>
@@ -398,16 +412,17 @@ func (e *migrationEnv) checkXDS(self, peer *migrationWorkload) {
 		// to-b pilotfish's.
 		timeoutA, okA := routeTimeout(x, "8080", "svc-a.ns-a.svc.cluster.local")
 		timeoutB, okB := routeTimeout(x, "8080", "svc-b.ns-b.svc.cluster.local")
-		if !okA || !okB {
-			return fmt.Sprintf("route 8080 lacks a service's virtual host (svc-a %v, svc-b %v)", okA, okB)
+		timeoutC, okC := routeTimeout(x, "8080", "svc-c.ns-c.svc.cluster.local")
+		if !okA || !okB || !okC {
+			return fmt.Sprintf("route 8080 lacks a service's virtual host (svc-a %v, svc-b %v, svc-c %v)", okA, okB, okC)
 		}
-		t.Logf("%s via %s: cluster %s SANs %v roots %v; inbound chains %d mtls %v rbacs %d; timeouts a=%q b=%q; clusters %d listeners %d",
-			self.id, self.cp, cluster, sans, roots, chains, mtls, len(rbacs), timeoutA, timeoutB, len(x.clusters), len(x.listeners))
+		t.Logf("%s via %s: cluster %s SANs %v roots %v; inbound chains %d mtls %v rbacs %d; timeouts a=%q b=%q c=%q",
+			self.id, self.cp, cluster, sans, roots, chains, mtls, len(rbacs), timeoutA, timeoutB, timeoutC)
 		switch {
-		case self.cp == istiodAddress && (timeoutA != "13s" || timeoutB == "17s"):
-			return fmt.Sprintf("istiod: svc-a timeout %q (want 13s), svc-b %q (want no 17s)", timeoutA, timeoutB)
-		case self.cp == pilotfishAddress && e.selects && (timeoutB != "17s" || timeoutA == "13s"):
-			return fmt.Sprintf("pilotfish: svc-b timeout %q (want 17s), svc-a %q (want no 13s)", timeoutB, timeoutA)
+		case self.cp == istiodAddress && (timeoutA != "13s" || timeoutB == "17s" || timeoutC == "19s"):
+			return fmt.Sprintf("istiod: svc-a timeout %q (want 13s), svc-b %q (want no 17s), svc-c %q (want no 19s)", timeoutA, timeoutB, timeoutC)
+		case self.cp == pilotfishAddress && e.selects && (timeoutB != "17s" || timeoutC != "19s" || timeoutA == "13s"):
+			return fmt.Sprintf("pilotfish: svc-b timeout %q (want 17s), svc-c %q (want 19s, its tag prod), svc-a %q (want no 13s)", timeoutB, timeoutC, timeoutA)
 		}
 		return ""
 	})
