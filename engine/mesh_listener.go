@@ -15,8 +15,10 @@ import (
 // (docs/mesh-config.md, "Listeners, routes and visibility"): rootNamespace,
 // default{Service,VirtualService,DestinationRule}ExportTo,
 // pathNormalization, defaultHttpRetryPolicy, inboundTrafficPolicy,
-// protocolDetectionTimeout, and the listener ports pilotfish does not move
-// (proxyListenPort, proxyInboundListenPort, proxyHttpPort).
+// protocolDetectionTimeout, and what pilotfish does not implement and so
+// refuses rather than ignore: other listener ports (proxyListenPort,
+// proxyInboundListenPort, proxyHttpPort) and serviceEntryVisibility for
+// sidecars.
 
 // Istio's fixed listener ports: iptables (set up by injection) redirects to
 // them, and pilotfish's listeners are built on them.
@@ -106,6 +108,13 @@ func applyListenerMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) error {
 	}
 	if p := cfg.GetProxyHttpPort(); p != 0 {
 		return fmt.Errorf("%w: proxyHttpPort %d is not supported (no HTTP proxy listener; leave it 0)", ErrBadMeshSetting, p)
+	}
+	// serviceEntryVisibility narrows ServiceEntries' exportTo for sidecars
+	// only with applyToSidecars (else it is for ambient, which pilotfish
+	// does not serve). Its policies are not implemented: refusing them
+	// keeps entries from being visible wider than the mesh allows.
+	if cfg.GetServiceEntryVisibility().GetApplyToSidecars() {
+		return fmt.Errorf("%w: serviceEntryVisibility.applyToSidecars is not supported", ErrBadMeshSetting)
 	}
 	return nil
 }

@@ -111,6 +111,8 @@ func TestApplyListenerMeshValues(t *testing.T) {
 		}},
 		{"defaultVirtualServiceExportTo: ['~']", func(m *encode.Mesh) bool { return reflect.DeepEqual(m.DefaultVirtualServiceExportTo, []string{"~"}) }},
 		{"protocolDetectionTimeout: 0.1s", func(m *encode.Mesh) bool { return m.ProtocolDetectionTimeout == 100*time.Millisecond }},
+		// Ambient only: nothing pilotfish generates changes.
+		{"serviceEntryVisibility: {defaultVisibility: NAMESPACE}", func(m *encode.Mesh) bool { return reflect.DeepEqual(m.Clone(), encode.DefaultMesh().Clone()) }},
 	} {
 		t.Run(tc.yaml, func(t *testing.T) {
 			m := encode.DefaultMesh()
@@ -155,6 +157,9 @@ func TestApplyListenerMeshRefuses(t *testing.T) {
 		{"listen port", func(c *meshv1alpha1.MeshConfig) { c.ProxyListenPort = 15002 }, "proxyListenPort"},
 		{"inbound listen port", func(c *meshv1alpha1.MeshConfig) { c.ProxyInboundListenPort = 15007 }, "proxyInboundListenPort"},
 		{"http proxy port", func(c *meshv1alpha1.MeshConfig) { c.ProxyHttpPort = 8080 }, "proxyHttpPort"},
+		{"service entry visibility", func(c *meshv1alpha1.MeshConfig) {
+			c.ServiceEntryVisibility = &meshv1alpha1.ServiceEntryVisibility{ApplyToSidecars: true}
+		}, "serviceEntryVisibility.applyToSidecars"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := listenerMeshDefaults()

@@ -122,7 +122,7 @@ func newMergedGateway(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 	var hosts []string
 	snap.Configs(index.ConfigVirtualService, func(c *index.Config) bool {
 		vs := vsSpec(c)
-		if vs == nil || !c.ExportTo.VisibleTo(c.Key.Namespace, sc.Namespace) {
+		if vs == nil || !sc.view.vsVisible(snap, c, sc.Namespace) {
 			return true
 		}
 		bound := false
@@ -149,7 +149,7 @@ func newMergedGateway(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 		return true
 	})
 	for _, vss := range m.boundVS {
-		slices.SortFunc(vss, vsCompare(snap, sc.Namespace)) // virtualservice.go
+		slices.SortFunc(vss, vsCompare(sc.view, snap, sc.Namespace)) // virtualservice.go
 	}
 	for _, ref := range refs {
 		c := configByRef(snap, index.ConfigGateway, ref)
