@@ -74,7 +74,8 @@ func TestApplyListenerMeshCase(t *testing.T) {
 	if err := applyListenerMesh(m, read("mesh-listener")); err != nil {
 		t.Fatal(err)
 	}
-	wantRetry := encode.HTTPRetry{Set: true, Attempts: 4, RetryOn: "gateway-error,503", PerTryTimeout: 2 * time.Second, HasPerTryTimeout: true}
+	wantRetry := encode.HTTPRetry{Set: true, Attempts: 4, RetryOn: "gateway-error,503", PerTryTimeout: 2 * time.Second, HasPerTryTimeout: true,
+		RetryRemoteLocalities: true, HasIgnorePreviousHosts: true, Backoff: 25 * time.Millisecond, HasBackoff: true}
 	if m.RootNamespace != "mesh-root" || m.PathNormalization != encode.PathNormalizeMergeSlashes || m.DefaultRetry != wantRetry ||
 		m.InboundTrafficPolicy != encode.InboundLocalhost || m.ProtocolDetectionTimeout != 5*time.Second {
 		t.Errorf("mesh-listener: got %+v", m)

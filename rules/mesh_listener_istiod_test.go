@@ -21,7 +21,8 @@ func meshListenerCase() *encode.Mesh {
 	m := encode.DefaultMesh()
 	m.RootNamespace = "mesh-root"
 	m.PathNormalization = encode.PathNormalizeMergeSlashes
-	m.DefaultRetry = encode.HTTPRetry{Set: true, Attempts: 4, RetryOn: "gateway-error,503", PerTryTimeout: 2 * time.Second, HasPerTryTimeout: true}
+	m.DefaultRetry = encode.HTTPRetry{Set: true, Attempts: 4, RetryOn: "gateway-error,503", PerTryTimeout: 2 * time.Second, HasPerTryTimeout: true,
+		RetryRemoteLocalities: true, HasIgnorePreviousHosts: true, Backoff: 25 * time.Millisecond, HasBackoff: true}
 	m.InboundTrafficPolicy = encode.InboundLocalhost
 	m.ProtocolDetectionTimeout = 5 * time.Second
 	return m
