@@ -28,6 +28,15 @@ func meshListenerCase() *encode.Mesh {
 	return m
 }
 
+// meshListenerDecodeCase is case mesh-listener-decode's mesh.yaml.
+func meshListenerDecodeCase() *encode.Mesh {
+	m := encode.DefaultMesh()
+	m.RootNamespace = "mesh-root-dec"
+	m.PathNormalization = encode.PathNormalizeDecodeAndMergeSlashes
+	m.DefaultRetry = encode.HTTPRetry{Set: true}
+	return m
+}
+
 // meshExportToCase is case mesh-exportto's mesh.yaml.
 func meshExportToCase() *encode.Mesh {
 	m := encode.DefaultMesh()
@@ -175,6 +184,24 @@ func TestMeshListenerMatchesIstiod(t *testing.T) {
 			undo(m)
 			if n := countMeshDiffs(t, "mesh-listener", m); n == 0 {
 				t.Errorf("%s at istiod's default still gives istiod's output for mesh.yaml's value", name)
+			}
+		})
+	}
+}
+
+// TestMeshListenerDecodeMatchesIstiod: case mesh-listener-decode (the
+// same config, DECODE_AND_MERGE_SLASHES and retries off by default).
+func TestMeshListenerDecodeMatchesIstiod(t *testing.T) {
+	compareMeshCase(t, "mesh-listener-decode", meshListenerDecodeCase(), meshKnown)
+	for name, undo := range map[string]func(m *encode.Mesh){
+		"pathNormalization":      func(m *encode.Mesh) { m.PathNormalization = encode.PathNormalizeMergeSlashes },
+		"defaultHttpRetryPolicy": func(m *encode.Mesh) { m.DefaultRetry = encode.HTTPRetry{} },
+	} {
+		t.Run("without "+name, func(t *testing.T) {
+			m := meshListenerDecodeCase()
+			undo(m)
+			if n := countMeshDiffs(t, "mesh-listener-decode", m); n == 0 {
+				t.Errorf("%s changed still gives istiod's output", name)
 			}
 		})
 	}
