@@ -185,6 +185,7 @@ func parseMeshInput(in meshInput) (*meshv1.MeshConfig, []error, error) {
 // win (logged once each).
 func (s *meshState) settingsLocked(mc *meshv1.MeshConfig) engine.MeshSettings {
 	st := s.base
+	st.Config = mc
 	st.RootNamespace = mc.RootNamespace
 	st.ConnectTimeout = mc.GetConnectTimeout().AsDuration()
 	st.ProtocolDetectionTimeout = mc.GetProtocolDetectionTimeout().AsDuration()
