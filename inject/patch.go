@@ -11,11 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// patchOp is one RFC 6902 operation.
+// patchOp is one RFC 6902 operation; Value (null included) is written
+// for every op but remove.
 type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
+	Op    string
+	Path  string
+	Value any
 }
 
 // createPatch is the JSON patch that turns from (a pod's JSON form,
@@ -32,13 +33,32 @@ func createPatch(a any, to *corev1.Pod) ([]byte, error) {
 	if ops == nil {
 		ops = []patchOp{}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ops); err != nil {
-		return nil, err
+	return appendPatch(make([]byte, 0, 4<<10), ops)
+}
+
+// appendPatch encodes ops, each value's object keys sorted (the patch is
+// deterministic). encoding/json would marshal each value twice (once in
+// MarshalJSON, then compacting its output), a quarter of a patch's cost.
+func appendPatch(dst []byte, ops []patchOp) ([]byte, error) {
+	var err error
+	dst = append(dst, '[')
+	for i, op := range ops {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"op":`...)
+		dst = appendJSONString(dst, op.Op)
+		dst = append(dst, `,"path":`...)
+		dst = appendJSONString(dst, op.Path)
+		if op.Op != "remove" {
+			dst = append(dst, `,"value":`...)
+			if dst, err = appendJSONSorted(dst, op.Value); err != nil {
+				return nil, err
+			}
+		}
+		dst = append(dst, '}')
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return append(dst, ']'), nil
 }
 
 func jsonValue(v any) (any, error) {
@@ -103,19 +123,13 @@ func diff(ops []patchOp, path string, a, b any) []patchOp {
 	}
 }
 
-// addOp and replaceOp carry a null value explicitly (omitempty would drop
-// it, and "add" without a value is not a valid operation).
 func addOp(path string, v any) patchOp {
-	return patchOp{Op: "add", Path: path, Value: nullable{v}}
+	return patchOp{Op: "add", Path: path, Value: v}
 }
 
 func replaceOp(path string, v any) patchOp {
-	return patchOp{Op: "replace", Path: path, Value: nullable{v}}
+	return patchOp{Op: "replace", Path: path, Value: v}
 }
-
-type nullable struct{ v any }
-
-func (n nullable) MarshalJSON() ([]byte, error) { return json.Marshal(n.v) }
 
 func escapePointer(s string) string {
 	if !strings.ContainsAny(s, "~/") {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -162,7 +163,13 @@ func injectedNames(pod map[string]any) *status {
 // appendJSON encodes a decoded JSON value. Unlike json.Marshal it does
 // not sort map keys (the result is only decoded again), which is most of
 // json.Marshal's cost on a pod.
-func appendJSON(dst []byte, v any) ([]byte, error) {
+func appendJSON(dst []byte, v any) ([]byte, error) { return appendJSONValue(dst, v, false) }
+
+// appendJSONSorted is appendJSON with object keys in order, as
+// json.Marshal writes them.
+func appendJSONSorted(dst []byte, v any) ([]byte, error) { return appendJSONValue(dst, v, true) }
+
+func appendJSONValue(dst []byte, v any, sorted bool) ([]byte, error) {
 	var err error
 	switch x := v.(type) {
 	case nil:
@@ -179,6 +186,9 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	case json.Number:
 		return append(dst, x...), nil
 	case map[string]any:
+		if sorted {
+			return appendSortedObject(dst, x)
+		}
 		dst = append(dst, '{')
 		first := true
 		for k, e := range x {
@@ -188,7 +198,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 			first = false
 			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
-			if dst, err = appendJSON(dst, e); err != nil {
+			if dst, err = appendJSONValue(dst, e, false); err != nil {
 				return nil, err
 			}
 		}
@@ -199,7 +209,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = appendJSON(dst, e); err != nil {
+			if dst, err = appendJSONValue(dst, e, sorted); err != nil {
 				return nil, err
 			}
 		}
@@ -210,6 +220,28 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst, b...), nil
+}
+
+func appendSortedObject(dst []byte, m map[string]any) ([]byte, error) {
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		if dst, err = appendJSONValue(dst, m[k], true); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 // appendJSONString quotes s as JSON does (invalid UTF-8 as U+FFFD).
