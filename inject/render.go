@@ -50,7 +50,8 @@ type TemplateData struct {
 
 // job is one injection in progress.
 type job struct {
-	s         *Settings
+	st        *state
+	s         *Settings   // st.s
 	pod       *corev1.Pod // the input (namespace filled in); never modified
 	owner     types.NamespacedName
 	ownerType metav1.TypeMeta
@@ -61,21 +62,9 @@ type job struct {
 
 // run renders the templates over the pod and post-processes the result.
 func (j *job) run() (*corev1.Pod, error) {
-	if err := validateAnnotations(j.pod.Annotations); err != nil {
+	if err := j.prepare(); err != nil {
 		return nil, err
 	}
-	j.pc = j.s.Mesh.GetDefaultConfig()
-	if j.pc == nil {
-		j.pc = defaultProxyConfig()
-	}
-	if v, ok := j.pod.Annotations[annotation.ProxyConfig.Name]; ok {
-		pc, err := mergeProxyConfig(j.pc, []byte(v))
-		if err != nil { // validateAnnotations parsed it already
-			return nil, fmt.Errorf("%w: %s: %v", ErrAnnotation, annotation.ProxyConfig.Name, err)
-		}
-		j.pc = pc
-	}
-	j.clusterAndNetwork()
 	merged, tmpl, err := j.render()
 	if err != nil {
 		return nil, err
@@ -87,6 +76,27 @@ func (j *job) run() (*corev1.Pod, error) {
 		return nil, err
 	}
 	return merged, nil
+}
+
+// prepare checks the pod's annotations and settles the proxy config and
+// the proxy's cluster and network.
+func (j *job) prepare() error {
+	if err := validateAnnotations(j.pod.Annotations); err != nil {
+		return err
+	}
+	j.pc = j.s.Mesh.GetDefaultConfig()
+	if j.pc == nil {
+		j.pc = defaultProxyConfig()
+	}
+	if v, ok := j.pod.Annotations[annotation.ProxyConfig.Name]; ok {
+		pc, err := mergeProxyConfig(j.pc, []byte(v))
+		if err != nil { // validateAnnotations parsed it already
+			return fmt.Errorf("%w: %s: %v", ErrAnnotation, annotation.ProxyConfig.Name, err)
+		}
+		j.pc = pc
+	}
+	j.clusterAndNetwork()
+	return nil
 }
 
 // clusterAndNetwork fills the proxy's cluster and network envs: the
@@ -117,26 +127,9 @@ func (j *job) clusterAndNetwork() {
 // tmpl names what the templates alone rendered (the sidecar.istio.io/status
 // record).
 func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
-	stripped, err := j.strippedPod()
+	data, err := j.templateData()
 	if err != nil {
 		return nil, nil, err
-	}
-	data := &TemplateData{
-		TypeMeta:                 j.ownerType,
-		DeploymentMeta:           j.owner,
-		ObjectMeta:               stripped.ObjectMeta,
-		Spec:                     stripped.Spec,
-		ProxyConfig:              j.pc,
-		MeshConfig:               j.s.Mesh,
-		Values:                   j.s.Values.m,
-		Revision:                 j.s.Revision,
-		NativeSidecars:           j.s.NativeSidecars,
-		ProxyImage:               j.proxyImage(stripped.Annotations),
-		ProxyInitImage:           j.proxyInitImage(stripped.Annotations),
-		ProxyUID:                 1337,
-		ProxyGID:                 1337,
-		InboundTrafficPolicyMode: inboundMode(j.s.Mesh),
-		CompliancePolicy:         j.s.CompliancePolicy,
 	}
 	// The pod is merged in its JSON form (one conversion each way, not
 	// one per template); from is also what the patch is computed against.
@@ -147,7 +140,7 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 	cur, tm := floatJSON(j.from).(map[string]any), map[string]any{}
 	var buf bytes.Buffer
 	for _, name := range j.templateNames() {
-		t, ok := j.s.Config.templates[name]
+		t, ok := j.st.template(name)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: %q not found; have %s", ErrTemplate, name, strings.Join(j.s.Config.names, ", "))
 		}
@@ -178,6 +171,23 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		return nil, nil, fmt.Errorf("%w: templates merged into an invalid pod: %v", ErrTemplate, err)
 	}
 	return merged, injectedNames(tm), nil
+}
+
+// templateData is what the templates see: the pod as strippedPod makes
+// it; the settings' fields are those the templates were folded over.
+func (j *job) templateData() (*TemplateData, error) {
+	stripped, err := j.strippedPod()
+	if err != nil {
+		return nil, err
+	}
+	data := new(TemplateData)
+	*data = j.st.data
+	data.TypeMeta, data.DeploymentMeta = j.ownerType, j.owner
+	data.ObjectMeta, data.Spec = stripped.ObjectMeta, stripped.Spec
+	data.ProxyConfig = j.pc
+	data.ProxyImage = j.proxyImage(stripped.Annotations)
+	data.ProxyInitImage = j.proxyInitImage(stripped.Annotations)
+	return data, nil
 }
 
 // nativeAnnotation: the pod's sidecar.istio.io/nativeSidecar v, else the
