@@ -16,7 +16,7 @@ import (
 )
 
 // foldPods are the corpus inputs' pods with their owners.
-func foldPods(t *testing.T) []*job {
+func foldPods(t testing.TB) []*job {
 	t.Helper()
 	files, err := filepath.Glob("testdata/corpus/*.yaml")
 	if err != nil {
@@ -64,7 +64,7 @@ func foldPods(t *testing.T) []*job {
 // foldSettings are the chart's variants, and settings that turn the
 // templates' other branches on: every settings field the templates read
 // takes another value.
-func foldSettings(t *testing.T) map[string]*Settings {
+func foldSettings(t testing.TB) map[string]*Settings {
 	t.Helper()
 	read := func(variant, name string) []byte {
 		b, err := os.ReadFile(filepath.Join("testdata", "chart", variant, name))

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -66,13 +65,7 @@ func jsonValue(v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber() // numbers compare and re-encode exactly
-	var out any
-	if err := d.Decode(&out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return decodeJSON(b) // numbers as json.Number: they compare and re-encode exactly
 }
 
 func diff(ops []patchOp, path string, a, b any) []patchOp {

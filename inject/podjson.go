@@ -109,7 +109,15 @@ func moveJSONContainer(pod map[string]any, name string) {
 // most overlayCacheMaxBytes of text; when full it starts over.
 type overlayCache struct {
 	mu sync.Mutex
-	m  map[string]map[string]any // guarded by mu
+	m  map[string]*overlay // guarded by mu
+}
+
+// overlay is one rendered template, parsed.
+type overlay struct {
+	m map[string]any
+	// alone is m merged over nothing: what a pod rendered with this
+	// template only has injected.
+	alone map[string]any
 }
 
 const (
@@ -118,23 +126,28 @@ const (
 )
 
 // parse returns text's overlay (shared: not to be modified).
-func (c *overlayCache) parse(text []byte) (map[string]any, error) {
+func (c *overlayCache) parse(text []byte) (*overlay, error) {
 	c.mu.Lock()
 	v, ok := c.m[string(text)]
 	c.mu.Unlock()
 	if ok {
 		return v, nil
 	}
-	v = map[string]any{}
-	if err := yaml.Unmarshal(text, &v); err != nil {
+	m := map[string]any{}
+	if err := yaml.Unmarshal(text, &m); err != nil {
 		return nil, err
 	}
+	alone, err := mergeMap(map[string]any{}, m)
+	if err != nil {
+		return nil, err
+	}
+	v = &overlay{m: m, alone: alone}
 	if len(text) > overlayCacheMaxBytes {
 		return v, nil
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= overlayCacheEntries {
-		c.m = make(map[string]map[string]any, overlayCacheEntries)
+		c.m = make(map[string]*overlay, overlayCacheEntries)
 	}
 	c.m[string(text)] = v
 	c.mu.Unlock()

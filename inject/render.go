@@ -137,7 +137,10 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cur, tm := floatJSON(j.from).(map[string]any), map[string]any{}
+	// tm is shared with the overlay cache until a second template is
+	// merged into it.
+	cur := floatJSON(j.from).(map[string]any)
+	var tm map[string]any
 	var buf bytes.Buffer
 	for _, name := range j.templateNames() {
 		t, ok := j.st.template(name)
@@ -148,13 +151,15 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		if err := t.Execute(&buf, data); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 		}
-		overlay, err := j.s.Config.overlays.parse(buf.Bytes())
+		ov, err := j.s.Config.overlays.parse(buf.Bytes())
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q rendered invalid YAML: %v", ErrTemplate, name, err)
 		}
 		// The merge consumes its patch (it drops nulls as it applies
 		// them) and the parsed overlay is shared: each merge gets a copy.
-		if tm, err = mergeMap(tm, overlay); err != nil {
+		if tm == nil {
+			tm = ov.alone
+		} else if tm, err = mergeMap(copyJSON(tm).(map[string]any), ov.m); err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
 		}
 		// With native sidecars the template puts the proxy among the
@@ -163,14 +168,14 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		if j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) && jsonContainer(tm, "initContainers", proxyName) >= 0 {
 			moveJSONContainer(cur, proxyName)
 		}
-		if cur, err = mergeMap(cur, overlay); err != nil {
+		if cur, err = mergeMap(cur, ov.m); err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
 		}
 	}
 	if merged, err = podFromJSON(cur); err != nil {
 		return nil, nil, fmt.Errorf("%w: templates merged into an invalid pod: %v", ErrTemplate, err)
 	}
-	return merged, injectedNames(tm), nil
+	return merged, injectedNames(tm), nil // (tm nil without templates: nothing injected)
 }
 
 // templateData is what the templates see: the pod as strippedPod makes
