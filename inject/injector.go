@@ -169,7 +169,7 @@ func (in *Injector) Inject(req Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, podName(pod), err)
 	}
-	patch, err := createPatch(j.from, out)
+	patch, err := createPatch(j.pod, out)
 	if err != nil {
 		return Result{}, fmt.Errorf("pod %s/%s: %w: %v", pod.Namespace, podName(pod), ErrPod, err)
 	}

@@ -2,9 +2,6 @@ package inject
 
 import (
 	"encoding/json"
-	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,19 +15,13 @@ type patchOp struct {
 	Value any
 }
 
-// createPatch is the JSON patch that turns from (a pod's JSON form,
-// numbers as json.Number) into to's JSON. Objects
-// are diffed key by key; a list whose length changed is replaced whole
-// (containers, volumes), one of the same length is diffed element by
-// element. The ops are in key order, so the patch is deterministic.
-func createPatch(a any, to *corev1.Pod) ([]byte, error) {
-	b, err := jsonValue(to)
+// createPatch is the JSON patch that turns from's JSON into to's
+// (typedPatch). The ops are in field and key order, so the patch is
+// deterministic.
+func createPatch(from, to *corev1.Pod) ([]byte, error) {
+	ops, err := typedPatch(from, to)
 	if err != nil {
 		return nil, err
-	}
-	ops := diff(nil, "", a, b)
-	if ops == nil {
-		ops = []patchOp{}
 	}
 	return appendPatch(make([]byte, 0, 4<<10), ops)
 }
@@ -66,62 +57,6 @@ func jsonValue(v any) (any, error) {
 		return nil, err
 	}
 	return decodeJSON(b) // numbers as json.Number: they compare and re-encode exactly
-}
-
-func diff(ops []patchOp, path string, a, b any) []patchOp {
-	switch av := a.(type) {
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		if !ok {
-			return append(ops, replaceOp(path, b))
-		}
-		keys := make([]string, 0, len(av)+len(bv))
-		for k := range av {
-			keys = append(keys, k)
-		}
-		for k := range bv {
-			if _, ok := av[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			p := path + "/" + escapePointer(k)
-			x, inA := av[k]
-			y, inB := bv[k]
-			switch {
-			case !inB:
-				ops = append(ops, patchOp{Op: "remove", Path: p})
-			case !inA:
-				ops = append(ops, addOp(p, y))
-			default:
-				ops = diff(ops, p, x, y)
-			}
-		}
-		return ops
-	case []any:
-		bv, ok := b.([]any)
-		if !ok || len(av) != len(bv) {
-			return append(ops, replaceOp(path, b))
-		}
-		for i := range av {
-			ops = diff(ops, path+"/"+strconv.Itoa(i), av[i], bv[i])
-		}
-		return ops
-	default:
-		if !reflect.DeepEqual(a, b) {
-			ops = append(ops, replaceOp(path, b))
-		}
-		return ops
-	}
-}
-
-func addOp(path string, v any) patchOp {
-	return patchOp{Op: "add", Path: path, Value: v}
-}
-
-func replaceOp(path string, v any) patchOp {
-	return patchOp{Op: "replace", Path: path, Value: v}
 }
 
 func escapePointer(s string) string {

@@ -198,6 +198,8 @@ func appendJSONValue(dst []byte, v any, sorted bool) ([]byte, error) {
 		return strconv.AppendFloat(dst, x, 'f', -1, 64), nil
 	case json.Number:
 		return append(dst, x...), nil
+	case json.RawMessage: // json.Marshal's, compact
+		return append(dst, x...), nil
 	case map[string]any:
 		if sorted {
 			return appendSortedObject(dst, x)
