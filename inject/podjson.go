@@ -27,14 +27,11 @@ func mergeMap(cur, overlay map[string]any) (map[string]any, error) {
 	return strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, copyJSON(overlay).(map[string]any), podPatchMeta)
 }
 
-// podFromJSON is the typed pod of a JSON form.
+// podFromJSON is the typed pod of a JSON form (fromJSONValue: as
+// json.Unmarshal of its text).
 func podFromJSON(m map[string]any) (*corev1.Pod, error) {
-	b, err := appendJSON(make([]byte, 0, 8<<10), m)
-	if err != nil {
-		return nil, err
-	}
 	var p corev1.Pod
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := fromJSONValue(&p, m); err != nil {
 		return nil, err
 	}
 	return &p, nil

@@ -191,7 +191,8 @@ func (d *typedDiffer) mapValue(path string, a, b reflect.Value) {
 
 // jsonField is a struct field as encoding/json writes it.
 type jsonField struct {
-	pointer   string // the name, escaped for a JSON pointer
+	name      string
+	pointer   string // name, escaped for a JSON pointer
 	index     []int
 	omitEmpty bool
 	omitZero  bool
@@ -270,7 +271,7 @@ func jsonFields(t reflect.Type) []jsonField {
 			if name == "" {
 				name = sf.Name
 			}
-			f := jsonField{pointer: escapePointer(name), index: idx}
+			f := jsonField{name: name, pointer: escapePointer(name), index: idx}
 			for _, o := range strings.Split(opts, ",") {
 				switch o {
 				case "omitempty":
