@@ -2,6 +2,8 @@ package inject
 
 import (
 	"bytes"
+	"fmt"
+	"strconv"
 	"text/template"
 	"text/template/parse"
 )
@@ -54,6 +56,9 @@ var pureFuncs = map[string]bool{
 type folder struct {
 	data *TemplateData // settings fields set, the pod's zero
 	eval *template.Template
+	// captured is the value foldCapture last received, ok whether it ran.
+	captured   any
+	capturedOK bool
 	// rootDot are the defined templates every {{template}} call passes
 	// the root data as dot (so $ and . are the root there too).
 	rootDot map[string]bool
@@ -64,7 +69,10 @@ type folder struct {
 // modified. A pipeline that fails to evaluate is left as it is (it fails
 // the same way per pod).
 func foldTemplate(t *template.Template, data *TemplateData) (*template.Template, error) {
-	f := &folder{data: data, eval: template.New("fold").Funcs(templateFuncs)}
+	f := &folder{data: data}
+	f.eval = template.New("fold").Funcs(templateFuncs).Funcs(template.FuncMap{
+		captureFunc: func(v any) string { f.captured, f.capturedOK = v, true; return "" },
+	})
 	f.rootDot = rootDotTemplates(t)
 	out := template.New(t.Name()).Funcs(templateFuncs)
 	for _, d := range t.Templates() {
@@ -161,27 +169,133 @@ func (f *folder) node(n parse.Node, root, dollar bool) parse.Node {
 				return &parse.TextNode{NodeType: parse.NodeText, Pos: x.Pos, Text: []byte(out)}
 			}
 		}
+		f.args(x.Pipe, root, dollar)
 	case *parse.IfNode:
-		if f.constPipe(x.Pipe, root, dollar) {
-			if truth, ok := f.truth(&parse.IfNode{BranchNode: parse.BranchNode{NodeType: parse.NodeIf, Pipe: x.Pipe}}); ok {
-				return f.branch(x.List, x.ElseList, truth, root, dollar)
-			}
+		if truth, ok := f.condition(x.Pipe, root, dollar); ok {
+			return f.branch(x.List, x.ElseList, truth, root, dollar)
 		}
+		f.args(x.Pipe, root, dollar)
 		f.list(x.List, root, dollar)
 		f.list(x.ElseList, root, dollar)
 	case *parse.WithNode:
 		if f.constPipe(x.Pipe, root, dollar) {
-			if truth, ok := f.truth(&parse.WithNode{BranchNode: parse.BranchNode{NodeType: parse.NodeWith, Pipe: x.Pipe}}); ok && !truth {
+			if truth, ok := f.truth(x.Pipe); ok && !truth {
 				return f.branch(x.List, x.ElseList, false, root, dollar)
 			}
 		}
+		f.args(x.Pipe, root, dollar)
 		f.list(x.List, false, dollar)
 		f.list(x.ElseList, root, dollar)
 	case *parse.RangeNode:
+		f.args(x.Pipe, root, dollar)
 		f.list(x.List, false, dollar)
 		f.list(x.ElseList, root, dollar)
 	}
 	return n
+}
+
+// condition is an if's truth when the settings decide it: its pipeline
+// is constant, or it is an and (or) whose constant operands come first
+// and one of them is false (true). Otherwise the constant operands that
+// cannot change its truth are dropped (true ones from an and, false ones
+// from an or), and ok is false.
+func (f *folder) condition(p *parse.PipeNode, root, dollar bool) (truth, ok bool) {
+	if f.constPipe(p, root, dollar) {
+		return f.truth(p)
+	}
+	if len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) < 3 {
+		return false, false
+	}
+	cmd := p.Cmds[0]
+	fn, _ := cmd.Args[0].(*parse.IdentifierNode)
+	if fn == nil || (fn.Ident != "and" && fn.Ident != "or") {
+		return false, false
+	}
+	decides := fn.Ident == "or" // the operand truth that decides the whole
+	kept := []parse.Node{fn}
+	leading := true // every operand so far is constant
+	for _, a := range cmd.Args[1:] {
+		if !f.constArg(a, root, dollar) {
+			leading = false
+			kept = append(kept, a)
+			continue
+		}
+		t, ok := f.truth(&parse.PipeNode{NodeType: parse.NodePipe, Cmds: []*parse.CommandNode{{NodeType: parse.NodeCommand, Args: []parse.Node{a}}}})
+		switch {
+		case !ok:
+			kept = append(kept, a)
+		case t == decides && leading:
+			return decides, true
+		case t == decides:
+			kept = append(kept, a) // decides, but only once the operands before it are evaluated
+		}
+	}
+	if len(kept) > 1 {
+		cmd.Args = kept
+	}
+	return false, false
+}
+
+// captureFunc receives a value in the fold's own evaluations.
+const captureFunc = "foldCapture"
+
+// args replaces the constant operands of p's commands whose value is a
+// string or a bool by that literal (a function's operands, or a command
+// that is one operand alone): the pod's evaluation no longer walks
+// .Values for them.
+func (f *folder) args(p *parse.PipeNode, root, dollar bool) {
+	for _, c := range p.Cmds {
+		first := 0
+		if _, fn := c.Args[0].(*parse.IdentifierNode); fn {
+			first = 1
+		} else if len(c.Args) > 1 {
+			continue // a method with arguments
+		}
+		for i := first; i < len(c.Args); i++ {
+			switch a := c.Args[i].(type) {
+			case *parse.FieldNode, *parse.VariableNode, *parse.ChainNode, *parse.PipeNode:
+				if f.constArg(a, root, dollar) {
+					// annotation prints its default (fmt.Sprint): any
+					// value folds, as the text it prints.
+					printed := i == 3 && isIdent(c.Args[0], "annotation")
+					if lit := f.literal(a, printed); lit != nil {
+						c.Args[i] = lit
+					}
+				} else if pn, ok := a.(*parse.PipeNode); ok {
+					f.args(pn, root, dollar)
+				}
+			}
+		}
+	}
+}
+
+func isIdent(n parse.Node, name string) bool {
+	id, ok := n.(*parse.IdentifierNode)
+	return ok && id.Ident == name
+}
+
+// literal is a's value as a string or bool node (printed: any value, as
+// fmt.Sprint prints it); nil for other values or when it fails.
+func (f *folder) literal(a parse.Node, printed bool) parse.Node {
+	f.captured, f.capturedOK = nil, false
+	capture := &parse.ActionNode{NodeType: parse.NodeAction, Pipe: &parse.PipeNode{NodeType: parse.NodePipe, Cmds: []*parse.CommandNode{
+		{NodeType: parse.NodeCommand, Args: []parse.Node{a}},
+		{NodeType: parse.NodeCommand, Args: []parse.Node{&parse.IdentifierNode{NodeType: parse.NodeIdentifier, Ident: captureFunc}}},
+	}}}
+	if _, ok := f.run(capture); !ok || !f.capturedOK {
+		return nil
+	}
+	if printed {
+		v := fmt.Sprint(f.captured)
+		return &parse.StringNode{NodeType: parse.NodeString, Quoted: strconv.Quote(v), Text: v}
+	}
+	switch v := f.captured.(type) {
+	case string:
+		return &parse.StringNode{NodeType: parse.NodeString, Quoted: strconv.Quote(v), Text: v}
+	case bool:
+		return &parse.BoolNode{NodeType: parse.NodeBool, True: v}
+	}
+	return nil
 }
 
 // branch is the list an if (or with) selects, folded. It runs inline
@@ -256,16 +370,9 @@ func (f *folder) run(node parse.Node) (string, bool) {
 	return f.buf.String(), true
 }
 
-// truth runs an if or with node whose branches are empty, with "1" as its
-// then branch.
-func (f *folder) truth(b parse.Node) (bool, bool) {
+// truth is whether an if of p takes its first branch (as a with would).
+func (f *folder) truth(p *parse.PipeNode) (bool, bool) {
 	one := &parse.ListNode{NodeType: parse.NodeList, Nodes: []parse.Node{&parse.TextNode{NodeType: parse.NodeText, Text: []byte("1")}}}
-	switch x := b.(type) {
-	case *parse.IfNode:
-		x.List = one
-	case *parse.WithNode:
-		x.List = one
-	}
-	out, ok := f.run(b)
+	out, ok := f.run(&parse.IfNode{BranchNode: parse.BranchNode{NodeType: parse.NodeIf, Pipe: p, List: one}})
 	return out == "1", ok
 }
