@@ -112,9 +112,12 @@ type overlayCache struct {
 // overlay is one rendered template, parsed.
 type overlay struct {
 	m map[string]any
-	// alone is m merged over nothing: what a pod rendered with this
-	// template only has injected.
-	alone map[string]any
+	// names and proxyInit are what m merged over nothing holds: the
+	// names of what it injects (shared: not to be modified; nil when
+	// that merge fails), and whether istio-proxy is among the init
+	// containers.
+	names     *status
+	proxyInit bool
 }
 
 const (
@@ -134,11 +137,10 @@ func (c *overlayCache) parse(text []byte) (*overlay, error) {
 	if err := yaml.Unmarshal(text, &m); err != nil {
 		return nil, err
 	}
-	alone, err := mergeMap(map[string]any{}, m)
-	if err != nil {
-		return nil, err
+	v = &overlay{m: m}
+	if alone, err := mergeMap(map[string]any{}, m); err == nil { // else the pod's merge says why
+		v.names, v.proxyInit = injectedNames(alone), jsonContainer(alone, "initContainers", proxyName) >= 0
 	}
-	v = &overlay{m: m, alone: alone}
 	if len(text) > overlayCacheMaxBytes {
 		return v, nil
 	}

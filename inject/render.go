@@ -137,10 +137,11 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// tm is shared with the overlay cache until a second template is
-	// merged into it.
+	// tm, the templates-only pod, is only built when a second template
+	// is merged: what a single template injects is cached with it.
 	cur := floatJSON(j.from).(map[string]any)
 	var tm map[string]any
+	var single *overlay
 	var buf bytes.Buffer
 	for _, name := range j.templateNames() {
 		t, ok := j.st.template(name)
@@ -157,15 +158,28 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		}
 		// The merge consumes its patch (it drops nulls as it applies
 		// them) and the parsed overlay is shared: each merge gets a copy.
-		if tm == nil {
-			tm = ov.alone
-		} else if tm, err = mergeMap(copyJSON(tm).(map[string]any), ov.m); err != nil {
-			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+		var proxyInit bool
+		if tm == nil && single == nil && ov.names != nil {
+			single, proxyInit = ov, ov.proxyInit
+		} else {
+			if tm == nil {
+				tm = map[string]any{}
+				if single != nil {
+					if tm, err = mergeMap(tm, single.m); err != nil {
+						return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+					}
+					single = nil
+				}
+			}
+			if tm, err = mergeMap(tm, ov.m); err != nil {
+				return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+			}
+			proxyInit = jsonContainer(tm, "initContainers", proxyName) >= 0
 		}
 		// With native sidecars the template puts the proxy among the
 		// init containers; a user's customised istio-proxy in containers
 		// follows it there before the merge.
-		if j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) && jsonContainer(tm, "initContainers", proxyName) >= 0 {
+		if proxyInit && j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) {
 			moveJSONContainer(cur, proxyName)
 		}
 		if cur, err = mergeMap(cur, ov.m); err != nil {
@@ -175,7 +189,13 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 	if merged, err = podFromJSON(cur); err != nil {
 		return nil, nil, fmt.Errorf("%w: templates merged into an invalid pod: %v", ErrTemplate, err)
 	}
-	return merged, injectedNames(tm), nil // (tm nil without templates: nothing injected)
+	switch {
+	case single != nil:
+		return merged, single.names, nil
+	case tm != nil:
+		return merged, injectedNames(tm), nil
+	}
+	return merged, &status{}, nil
 }
 
 // templateData is what the templates see: the pod as strippedPod makes
