@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"text/template"
@@ -178,4 +179,40 @@ func lineDiffText(want, got string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestOverlayCacheUnchanged: injections share the parsed templates of the
+// overlay cache (the last merge of each takes most of them as they are);
+// after every corpus pod is injected twice under each settings, every
+// cached overlay still equals its text parsed afresh.
+func TestOverlayCacheUnchanged(t *testing.T) {
+	pods := foldPods(t)
+	for name, s := range foldSettings(t) {
+		in, err := New(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			for _, p := range pods {
+				pod := p.pod.DeepCopy()
+				pod.Namespace = "default"
+				_, _ = in.Inject(Request{Pod: pod, Owner: p.owner, OwnerType: p.ownerType})
+			}
+		}
+		c := s.Config.overlays
+		c.mu.Lock()
+		if len(c.m) == 0 {
+			t.Fatalf("%s: nothing cached", name)
+		}
+		for text, ov := range c.m {
+			fresh := map[string]any{}
+			if err := yaml.Unmarshal([]byte(text), &fresh); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ov.m, fresh) {
+				t.Errorf("%s: a cached overlay was modified by the injections:\n%s", name, text)
+			}
+		}
+		c.mu.Unlock()
+	}
 }

@@ -67,8 +67,8 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 	// Own decoders first, as json.Unmarshal's indirect finds them: on the
 	// value's address, or on what a pointer points to.
 	if t.Kind() != reflect.Pointer && v.CanAddr() {
-		pt := reflect.PointerTo(t)
-		if pt.Implements(jsonUnmarshalerType) {
+		tm := methodsOf(t)
+		if tm.unmarshalJSON {
 			b, err := appendJSON(d.buf[:0], x)
 			if err != nil {
 				return err
@@ -76,7 +76,7 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 			d.buf = b[:0]
 			return v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(b)
 		}
-		if pt.Implements(textUnmarshalerType) {
+		if tm.unmarshalText {
 			switch s := x.(type) {
 			case string:
 				return v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s))
@@ -127,7 +127,7 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 			return typeError(jsonKind(x), t, path)
 		}
 		kt := t.Key()
-		if kt.Kind() != reflect.String || reflect.PointerTo(kt).Implements(textUnmarshalerType) {
+		if kt.Kind() != reflect.String || methodsOf(kt).unmarshalText {
 			return d.viaText(v, x) // keys json.Unmarshal parses
 		}
 		if t == stringMapType && v.IsNil() { // labels, annotations: without reflection per entry

@@ -143,7 +143,8 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 	var tm map[string]any
 	var single *overlay
 	var buf bytes.Buffer
-	for _, name := range j.templateNames() {
+	names := j.templateNames()
+	for i, name := range names {
 		t, ok := j.st.template(name)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: %q not found; have %s", ErrTemplate, name, strings.Join(j.s.Config.names, ", "))
@@ -182,7 +183,12 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		if proxyInit && j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) {
 			moveJSONContainer(cur, proxyName)
 		}
-		if cur, err = mergeMap(cur, ov.m); err != nil {
+		if i == len(names)-1 {
+			cur, err = lastMerge(cur, ov) // cur is only read from here on
+		} else {
+			cur, err = mergeMap(cur, ov.m)
+		}
+		if err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
 		}
 	}

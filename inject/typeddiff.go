@@ -38,10 +38,35 @@ var (
 )
 
 // ownJSON: t (or *t) writes its own JSON.
-func ownJSON(t reflect.Type) bool {
+func ownJSON(t reflect.Type) bool { return methodsOf(t).ownJSON }
+
+// typeMethods are the JSON methods of a type or its pointer, looked up
+// once per type (reflect's Implements was a tenth of an injection).
+type typeMethods struct {
+	ownJSON       bool // MarshalJSON or MarshalText
+	unmarshalJSON bool
+	unmarshalText bool
+	isZero        bool // IsZero on the value
+	ptrIsZero     bool // IsZero on the pointer only
+}
+
+var typeMethodCache sync.Map // reflect.Type -> typeMethods
+
+func methodsOf(t reflect.Type) typeMethods {
+	if m, ok := typeMethodCache.Load(t); ok {
+		return m.(typeMethods)
+	}
 	pt := reflect.PointerTo(t)
-	return t.Implements(jsonMarshalerType) || pt.Implements(jsonMarshalerType) ||
-		t.Implements(textMarshalerType) || pt.Implements(textMarshalerType)
+	m := typeMethods{
+		ownJSON: t.Implements(jsonMarshalerType) || pt.Implements(jsonMarshalerType) ||
+			t.Implements(textMarshalerType) || pt.Implements(textMarshalerType),
+		unmarshalJSON: pt.Implements(jsonUnmarshalerType),
+		unmarshalText: pt.Implements(textUnmarshalerType),
+		isZero:        t.Implements(isZeroerType),
+		ptrIsZero:     !t.Implements(isZeroerType) && pt.Implements(isZeroerType),
+	}
+	typeMethodCache.Store(t, m)
+	return m
 }
 
 // marshal encodes v as json.Marshal encodes it inside its parent
@@ -228,9 +253,9 @@ func isZeroJSON(v reflect.Value) bool {
 	switch {
 	case (t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface) && v.IsNil():
 		return true
-	case t.Implements(isZeroerType):
+	case methodsOf(t).isZero:
 		return v.Interface().(interface{ IsZero() bool }).IsZero()
-	case reflect.PointerTo(t).Implements(isZeroerType):
+	case methodsOf(t).ptrIsZero:
 		if !v.CanAddr() {
 			c := reflect.New(t).Elem()
 			c.Set(v)
