@@ -1,8 +1,10 @@
 package inject
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -19,12 +21,22 @@ type patchOp struct {
 // (typedPatch). The ops are in field and key order, so the patch is
 // deterministic.
 func createPatch(from, to *corev1.Pod) ([]byte, error) {
-	ops, err := typedPatch(from, to)
+	vals := patchValues.Get().(*bytes.Buffer)
+	defer func() {
+		if vals.Cap() <= 1<<20 {
+			vals.Reset()
+			patchValues.Put(vals)
+		}
+	}()
+	ops, err := typedPatch(from, to, vals)
 	if err != nil {
 		return nil, err
 	}
-	return appendPatch(make([]byte, 0, 4<<10), ops)
+	return appendPatch(make([]byte, 0, vals.Len()+len(ops)*96+2), ops)
 }
+
+// patchValues hold a patch's values while it is written.
+var patchValues = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // appendPatch encodes ops, each value's object keys sorted (the patch is
 // deterministic). encoding/json would marshal each value twice (once in

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,7 +143,8 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 	cur := floatJSON(j.from).(map[string]any)
 	var tm map[string]any
 	var single *overlay
-	var buf bytes.Buffer
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
 	names := j.templateNames()
 	for i, name := range names {
 		t, ok := j.st.template(name)
@@ -150,7 +152,7 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 			return nil, nil, fmt.Errorf("%w: %q not found; have %s", ErrTemplate, name, strings.Join(j.s.Config.names, ", "))
 		}
 		buf.Reset()
-		if err := t.Execute(&buf, data); err != nil {
+		if err := t.Execute(buf, data); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 		}
 		ov, err := j.s.Config.overlays.parse(buf.Bytes())
@@ -202,6 +204,19 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		return merged, injectedNames(tm), nil
 	}
 	return merged, &status{}, nil
+}
+
+// renderBuffers hold templates' output (about 20 KiB for the chart's
+// sidecar) across injections; what is parsed from it is copied.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putRenderBuffer returns b to the pool unless it grew past what a
+// template usually renders.
+func putRenderBuffer(b *bytes.Buffer) {
+	if b.Cap() <= 256<<10 {
+		b.Reset()
+		renderBuffers.Put(b)
+	}
 }
 
 // templateData is what the templates see: the pod as strippedPod makes

@@ -20,15 +20,19 @@ import (
 // fifth of an injection. The rules are those of the JSON diff (diff):
 // objects key by key, a list of another length replaced whole, one of
 // the same length element by element.
-func typedPatch(a, b any) ([]patchOp, error) {
-	d := &typedDiffer{}
+// The ops' values are slices of vals (written by one encoder, where
+// json.Marshal would allocate each result): valid until vals is reset.
+func typedPatch(a, b any, vals *bytes.Buffer) ([]patchOp, error) {
+	d := &typedDiffer{vals: vals, enc: json.NewEncoder(vals)}
 	d.value("", reflect.ValueOf(a), reflect.ValueOf(b))
 	return d.ops, d.err
 }
 
 type typedDiffer struct {
-	ops []patchOp
-	err error
+	ops  []patchOp
+	err  error
+	vals *bytes.Buffer
+	enc  *json.Encoder
 }
 
 var (
@@ -81,11 +85,16 @@ func (d *typedDiffer) marshal(v reflect.Value) json.RawMessage {
 	default:
 		x = v.Interface()
 	}
-	b, err := json.Marshal(x)
-	if err != nil && d.err == nil {
-		d.err = err
+	start := d.vals.Len()
+	if err := d.enc.Encode(x); err != nil {
+		if d.err == nil {
+			d.err = err
+		}
+		return json.RawMessage("null")
 	}
-	return b
+	// Encode ends the value with a newline. Later writes may move the
+	// buffer; this slice keeps the bytes it was given.
+	return d.vals.Bytes()[start : d.vals.Len()-1 : d.vals.Len()-1]
 }
 
 func (d *typedDiffer) replace(path string, b reflect.Value) {

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -116,7 +117,7 @@ func genericJSON(t *testing.T, v any) any {
 // JSON diff's does.
 func checkTypedPatch(t *testing.T, name string, a, b *corev1.Pod) {
 	t.Helper()
-	ops, err := typedPatch(a, b)
+	ops, err := typedPatch(a, b, new(bytes.Buffer))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
