@@ -58,7 +58,8 @@ type job struct {
 	ownerType metav1.TypeMeta
 	envs      map[string]string // proxy env overrides (cluster, network, path parameters)
 	pc        *meshconfig.ProxyConfig
-	from      any // the pod's JSON (numbers as json.Number), which the patch is against
+	used      overrides // the pod's own definitions of injected containers, merged by render
+	from      any       // the pod's JSON (numbers as json.Number), which the patch is against
 }
 
 // run renders the templates over the pod and post-processes the result.
@@ -70,7 +71,7 @@ func (j *job) run() (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	if merged, err = j.reapplyUserContainers(merged, tmpl); err != nil {
+	if err := j.recordUserContainers(merged, j.used); err != nil {
 		return nil, err
 	}
 	if err := j.postProcess(merged, tmpl); err != nil {
@@ -143,6 +144,7 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 	cur := floatJSON(j.from).(map[string]any)
 	var tm map[string]any
 	var single *overlay
+	var user []map[string]any
 	buf := renderBuffers.Get().(*bytes.Buffer)
 	defer putRenderBuffer(buf)
 	names := j.templateNames()
@@ -185,7 +187,13 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		if proxyInit && j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) {
 			moveJSONContainer(cur, proxyName)
 		}
-		if i == len(names)-1 {
+		last := i == len(names)-1
+		if last { // the pod's own definitions of what the templates inject go over them
+			if user, j.used, err = j.userContainers(injectedSoFar(single, tm)); err != nil {
+				return nil, nil, err
+			}
+		}
+		if last && len(user) == 0 {
 			cur, err = lastMerge(cur, ov) // cur is only read from here on
 		} else {
 			cur, err = mergeMap(cur, ov.m)
@@ -194,16 +202,27 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
 		}
 	}
+	for _, u := range user {
+		if cur, err = strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, u, podPatchMeta); err != nil {
+			return nil, nil, fmt.Errorf("%w: applying the pod's own containers: %v", ErrPod, err)
+		}
+	}
 	if merged, err = podFromJSON(cur); err != nil {
 		return nil, nil, fmt.Errorf("%w: templates merged into an invalid pod: %v", ErrTemplate, err)
 	}
+	return merged, injectedSoFar(single, tm), nil
+}
+
+// injectedSoFar names what the templates merged so far inject: the
+// single one's cached names, or those of the templates-only pod.
+func injectedSoFar(single *overlay, tm map[string]any) *status {
 	switch {
 	case single != nil:
-		return merged, single.names, nil
+		return single.names
 	case tm != nil:
-		return merged, injectedNames(tm), nil
+		return injectedNames(tm)
 	}
-	return merged, &status{}, nil
+	return &status{}
 }
 
 // renderBuffers hold templates' output (about 20 KiB for the chart's
@@ -408,21 +427,6 @@ var podPatchMeta = func() strategicpatch.LookupPatchMeta {
 	}
 	return m
 }()
-
-// mergePod merges overlay (a pod's JSON form) over p with Kubernetes'
-// strategic merge patch: lists with a merge key (containers by name,
-// volumes by name, env by name) merge element by element.
-func mergePod(p *corev1.Pod, overlay map[string]any) (*corev1.Pod, error) {
-	cur, err := toMap(p)
-	if err != nil {
-		return nil, err
-	}
-	out, err := strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, overlay, podPatchMeta)
-	if err != nil {
-		return nil, err
-	}
-	return podFromJSON(out)
-}
 
 // copyJSON deep-copies a decoded JSON value.
 func copyJSON(v any) any {
