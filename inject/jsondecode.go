@@ -15,8 +15,15 @@ import (
 // which scans the text twice, was a sixth of an injection's CPU. Trailing
 // text after the value is an error; so is anything encoding/json rejects
 // (FuzzDecodeJSON compares them).
-func decodeJSON(b []byte) (any, error) {
-	d := jsonDecoder{b: b, s: string(b)}
+func decodeJSON(b []byte) (any, error) { return decodeJSONText(b, false) }
+
+// decodeJSONFloats is decodeJSON with numbers as float64, as
+// json.Unmarshal into an empty interface gives them (a number float64
+// cannot hold is an error, as there).
+func decodeJSONFloats(b []byte) (any, error) { return decodeJSONText(b, true) }
+
+func decodeJSONText(b []byte, floats bool) (any, error) {
+	d := jsonDecoder{b: b, s: string(b), floats: floats}
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -37,6 +44,8 @@ type jsonDecoder struct {
 	b []byte
 	s string // b as a string: strings and numbers without escapes are slices of it, not copies
 	i int
+	// floats: numbers as float64, not json.Number
+	floats bool
 }
 
 func (d *jsonDecoder) fail(what string) error {
@@ -207,6 +216,13 @@ func (d *jsonDecoder) number() (any, error) {
 		if digits() == 0 {
 			return nil, d.fail("invalid number")
 		}
+	}
+	if d.floats {
+		f, err := strconv.ParseFloat(d.s[start:d.i], 64)
+		if err != nil {
+			return nil, d.fail("number out of range")
+		}
+		return f, nil
 	}
 	return json.Number(d.s[start:d.i]), nil
 }

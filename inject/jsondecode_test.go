@@ -13,7 +13,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"a":[1,-2.5e+3,"x\u00e9\ud83d\ude00\n",true,false,null,{}],"b":{"c":[]}}`,
 		`"\ud800"`, `"\ud800\u0041"`, `"\xff"`, `0`, `-0.0e-0`, `01`, `1.`, `[1,]`, `{"a" 1}`, ` [ ] `, `{} x`,
-		`"\/\b\f\r\t\\"`, `"a` + "\x01" + `"`, `nul`, `-`, `1e`, `{"k":"v","k":"w"}`,
+		`"\/\b\f\r\t\\"`, `"a` + "\x01" + `"`, `nul`, `-`, `1e`, `{"k":"v","k":"w"}`, `1e400`, `-1e-400`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -31,6 +31,15 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q: decodeJSON %#v, encoding/json %#v", b, got, want)
+		}
+		got, err = decodeJSONFloats(b)
+		want = nil
+		werr = json.Unmarshal(b, &want)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: decodeJSONFloats error %v, json.Unmarshal %v", b, err, werr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: decodeJSONFloats %#v, json.Unmarshal %#v", b, got, want)
 		}
 	})
 }

@@ -28,7 +28,7 @@ func fromJSONValue(dst any, x any) error {
 		return fmt.Errorf("decoding into %T: not a pointer", dst)
 	}
 	var d mapDecoder
-	return d.set(v.Elem(), x, "")
+	return d.set(v.Elem(), x)
 }
 
 type mapDecoder struct{ buf []byte }
@@ -41,8 +41,27 @@ var (
 )
 
 // typeError is json.Unmarshal's complaint about a value of the wrong type.
-func typeError(what string, t reflect.Type, path string) error {
-	return fmt.Errorf("cannot unmarshal %s into Go value of type %s at %q", what, t, path)
+func typeError(what string, t reflect.Type) error {
+	return fmt.Errorf("cannot unmarshal %s into Go value of type %s", what, t)
+}
+
+// fieldError is a decoding error at a path of keys and indexes.
+type fieldError struct {
+	path []string // outermost first
+	err  error
+}
+
+func (e *fieldError) Error() string { return strings.Join(e.path, ".") + ": " + e.err.Error() }
+
+func (e *fieldError) Unwrap() error { return e.err }
+
+// at puts err below key (built only for errors, as they unwind).
+func at(key string, err error) error {
+	if fe, ok := err.(*fieldError); ok {
+		fe.path = append([]string{key}, fe.path...)
+		return fe
+	}
+	return &fieldError{path: []string{key}, err: err}
 }
 
 func jsonKind(x any) string {
@@ -62,7 +81,7 @@ func jsonKind(x any) string {
 }
 
 // set stores x into v (settable).
-func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
+func (d *mapDecoder) set(v reflect.Value, x any) error {
 	t := v.Type()
 	// Own decoders first, as json.Unmarshal's indirect finds them: on the
 	// value's address, or on what a pointer points to.
@@ -83,7 +102,7 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 			case nil:
 				return nil
 			}
-			return typeError(jsonKind(x), t, path)
+			return typeError(jsonKind(x), t)
 		}
 	}
 	if x == nil {
@@ -98,17 +117,17 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 		if v.IsNil() {
 			v.Set(reflect.New(t.Elem()))
 		}
-		return d.set(v.Elem(), x, path)
+		return d.set(v.Elem(), x)
 	case reflect.Interface:
 		if t.NumMethod() > 0 {
-			return typeError(jsonKind(x), t, path)
+			return typeError(jsonKind(x), t)
 		}
 		v.Set(reflect.ValueOf(plainJSON(x)))
 		return nil
 	case reflect.Struct:
 		m, ok := x.(map[string]any)
 		if !ok {
-			return typeError(jsonKind(x), t, path)
+			return typeError(jsonKind(x), t)
 		}
 		fields := jsonFields(t)
 		for k, e := range m {
@@ -116,15 +135,15 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 			if f == nil {
 				continue
 			}
-			if err := d.set(v.FieldByIndex(f.index), e, path+"."+f.name); err != nil {
-				return err
+			if err := d.set(v.FieldByIndex(f.index), e); err != nil {
+				return at(f.name, err)
 			}
 		}
 		return nil
 	case reflect.Map:
 		m, ok := x.(map[string]any)
 		if !ok {
-			return typeError(jsonKind(x), t, path)
+			return typeError(jsonKind(x), t)
 		}
 		kt := t.Key()
 		if kt.Kind() != reflect.String || methodsOf(kt).unmarshalText {
@@ -139,7 +158,7 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 				case nil:
 					sm[k] = ""
 				default:
-					return typeError(jsonKind(e), t.Elem(), path+"."+k)
+					return at(k, typeError(jsonKind(e), t.Elem()))
 				}
 			}
 			v.Set(reflect.ValueOf(sm))
@@ -150,8 +169,8 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 		}
 		for k, e := range m {
 			ev := reflect.New(t.Elem()).Elem()
-			if err := d.set(ev, e, path+"."+k); err != nil {
-				return err
+			if err := d.set(ev, e); err != nil {
+				return at(k, err)
 			}
 			v.SetMapIndex(reflect.ValueOf(k).Convert(kt), ev)
 		}
@@ -160,14 +179,14 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 		if s, ok := x.(string); ok && t.Elem().Kind() == reflect.Uint8 {
 			b, err := base64.StdEncoding.DecodeString(s)
 			if err != nil {
-				return fmt.Errorf("%s: %v", path, err)
+				return err
 			}
 			v.SetBytes(b)
 			return nil
 		}
 		l, ok := x.([]any)
 		if !ok {
-			return typeError(jsonKind(x), t, path)
+			return typeError(jsonKind(x), t)
 		}
 		if t == stringsType { // args, commands
 			ss := make([]string, len(l))
@@ -177,7 +196,7 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 					ss[i] = y
 				case nil:
 				default:
-					return typeError(jsonKind(e), t.Elem(), path)
+					return at(strconv.Itoa(i), typeError(jsonKind(e), t.Elem()))
 				}
 			}
 			v.Set(reflect.ValueOf(ss))
@@ -185,8 +204,8 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 		}
 		s := reflect.MakeSlice(t, len(l), len(l))
 		for i, e := range l {
-			if err := d.set(s.Index(i), e, path); err != nil {
-				return err
+			if err := d.set(s.Index(i), e); err != nil {
+				return at(strconv.Itoa(i), err)
 			}
 		}
 		v.Set(s)
@@ -194,72 +213,72 @@ func (d *mapDecoder) set(v reflect.Value, x any, path string) error {
 	case reflect.Array:
 		l, ok := x.([]any)
 		if !ok {
-			return typeError(jsonKind(x), t, path)
+			return typeError(jsonKind(x), t)
 		}
 		for i := range v.Len() {
 			if i >= len(l) {
 				v.Index(i).SetZero()
 				continue
 			}
-			if err := d.set(v.Index(i), l[i], path); err != nil {
-				return err
+			if err := d.set(v.Index(i), l[i]); err != nil {
+				return at(strconv.Itoa(i), err)
 			}
 		}
 		return nil
 	case reflect.String:
 		s, ok := x.(string)
 		if !ok {
-			return typeError(jsonKind(x), t, path)
+			return typeError(jsonKind(x), t)
 		}
 		v.SetString(s)
 		return nil
 	case reflect.Bool:
 		b, ok := x.(bool)
 		if !ok {
-			return typeError(jsonKind(x), t, path)
+			return typeError(jsonKind(x), t)
 		}
 		v.SetBool(b)
 		return nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64:
-		return d.number(v, x, path)
+		return d.number(v, x)
 	}
-	return typeError(jsonKind(x), t, path)
+	return typeError(jsonKind(x), t)
 }
 
 // number stores a number as json.Unmarshal parses its text (the text
 // appendJSON writes for a float64).
-func (d *mapDecoder) number(v reflect.Value, x any, path string) error {
+func (d *mapDecoder) number(v reflect.Value, x any) error {
 	var text string
 	switch n := x.(type) {
 	case float64:
 		if math.IsInf(n, 0) || math.IsNaN(n) {
-			return fmt.Errorf("%s: unsupported number %v", path, n)
+			return fmt.Errorf("unsupported number %v", n)
 		}
 		text = strconv.FormatFloat(n, 'f', -1, 64)
 	case json.Number:
 		text = string(n)
 	default:
-		return typeError(jsonKind(x), v.Type(), path)
+		return typeError(jsonKind(x), v.Type())
 	}
 	switch v.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil || v.OverflowInt(n) {
-			return typeError("number "+text, v.Type(), path)
+			return typeError("number "+text, v.Type())
 		}
 		v.SetInt(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		n, err := strconv.ParseUint(text, 10, 64)
 		if err != nil || v.OverflowUint(n) {
-			return typeError("number "+text, v.Type(), path)
+			return typeError("number "+text, v.Type())
 		}
 		v.SetUint(n)
 	default:
 		n, err := strconv.ParseFloat(text, v.Type().Bits())
 		if err != nil || v.OverflowFloat(n) {
-			return typeError("number "+text, v.Type(), path)
+			return typeError("number "+text, v.Type())
 		}
 		v.SetFloat(n)
 	}

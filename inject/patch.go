@@ -2,7 +2,6 @@ package inject
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"sync"
 
@@ -61,14 +60,6 @@ func appendPatch(dst []byte, ops []patchOp) ([]byte, error) {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
-}
-
-func jsonValue(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return decodeJSON(b) // numbers as json.Number: they compare and re-encode exactly
 }
 
 func escapePointer(s string) string {

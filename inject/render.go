@@ -59,7 +59,6 @@ type job struct {
 	envs      map[string]string // proxy env overrides (cluster, network, path parameters)
 	pc        *meshconfig.ProxyConfig
 	used      overrides // the pod's own definitions of injected containers, merged by render
-	from      any       // the pod's JSON (numbers as json.Number), which the patch is against
 }
 
 // run renders the templates over the pod and post-processes the result.
@@ -134,14 +133,23 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		return nil, nil, err
 	}
 	// The pod is merged in its JSON form (one conversion each way, not
-	// one per template); from is also what the patch is computed against.
-	j.from, err = jsonValue(j.pod)
+	// one per template), numbers as float64 as in the templates' YAML (a
+	// list merged by a number, such as ports by containerPort, matches
+	// across both).
+	text, err := json.Marshal(j.pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	from, err := decodeJSONFloats(text)
 	if err != nil {
 		return nil, nil, err
 	}
 	// tm, the templates-only pod, is only built when a second template
 	// is merged: what a single template injects is cached with it.
-	cur := floatJSON(j.from).(map[string]any)
+	cur, ok := from.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: not an object", ErrPod)
+	}
 	var tm map[string]any
 	var single *overlay
 	var user []map[string]any

@@ -73,6 +73,15 @@ func replaceOp(path string, v any) patchOp {
 	return patchOp{Op: "replace", Path: path, Value: v}
 }
 
+// jsonValue is v's JSON decoded, numbers as json.Number.
+func jsonValue(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeJSON(b) // numbers as json.Number: they compare and re-encode exactly
+}
+
 // applyOps applies ops to from's JSON and returns the result as generic
 // JSON.
 func applyOps(t *testing.T, from *corev1.Pod, ops []patchOp) any {
