@@ -182,9 +182,9 @@ func lineDiffText(want, got string) string {
 }
 
 // TestOverlayCacheUnchanged: injections share the parsed templates of the
-// overlay cache (the last merge of each takes most of them as they are);
-// after every corpus pod is injected twice under each settings, every
-// cached overlay still equals its text parsed afresh.
+// overlay cache (each merges a copy); after every corpus pod is injected
+// twice under each settings, every cached overlay still equals its text
+// parsed afresh.
 func TestOverlayCacheUnchanged(t *testing.T) {
 	pods := foldPods(t)
 	for name, s := range foldSettings(t) {

@@ -2,8 +2,10 @@ package inject_test
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -124,5 +126,57 @@ func TestInjectAllocs(t *testing.T) {
 	t.Logf("%.0f allocations per injection (budget %d)", allocs, injectAllocBudget)
 	if allocs > injectAllocBudget {
 		t.Errorf("%.0f allocations per injection, budget %d", allocs, injectAllocBudget)
+	}
+}
+
+// TestInjectConcurrent: injections share the folded templates, the
+// overlay cache (the parts of a parsed template a merge only reads) and
+// pooled buffers; one injector injecting every corpus pod from several
+// goroutines at once gives each pod the patch it gets alone (run it with
+// -race).
+func TestInjectConcurrent(t *testing.T) {
+	reviews := corpusReviews(t)
+	in, err := inject.New(settings(t, "default", false), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func() *inject.Injector {
+		x, err := inject.New(settings(t, "default", false), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	want := make([][]byte, len(reviews))
+	for i, r := range reviews {
+		out, _, err := fresh().Review(r, inject.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = out
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 3 * len(reviews) {
+				i := (k + g*5) % len(reviews)
+				out, _, err := in.Review(reviews[i], inject.Path)
+				if err == nil && !bytes.Equal(out, want[i]) {
+					err = fmt.Errorf("review %d: answer differs from the one alone:\n%s\nwant\n%s", i, out, want[i])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -113,9 +112,6 @@ type overlayCache struct {
 // overlay is one rendered template, parsed.
 type overlay struct {
 	m map[string]any
-	// plan says which parts of m a merge may modify: only they are
-	// copied for the last merge of an injection (lastMerge).
-	plan *copyPlan
 	// names and proxyInit are what m merged over nothing holds: the
 	// names of what it injects (shared: not to be modified; nil when
 	// that merge fails), and whether istio-proxy is among the init
@@ -141,7 +137,7 @@ func (c *overlayCache) parse(text []byte) (*overlay, error) {
 	if err := yaml.Unmarshal(text, &m); err != nil {
 		return nil, err
 	}
-	v = &overlay{m: m, plan: planCopy(m)}
+	v = &overlay{m: m}
 	if alone, err := mergeMap(map[string]any{}, m); err == nil { // else the pod's merge says why
 		v.names, v.proxyInit = injectedNames(alone), jsonContainer(alone, "initContainers", proxyName) >= 0
 	}
@@ -289,94 +285,4 @@ func appendJSONString(dst []byte, s string) []byte {
 		i += size
 	}
 	return append(dst, '"')
-}
-
-// A strategic merge modifies its patch where it holds a null (dropped
-// as it is applied) or a directive (a "$" key); elsewhere it only reads
-// the patch, and the result takes the patch's parts as they are. So the
-// last merge of an injection, after which the merged pod is only read,
-// copies only the containers on the way to a null or a directive and
-// shares the rest with the overlay cache (most of an injected pod).
-// TestOverlayCacheUnchanged checks that the cache stays as parsed.
-
-// copyPlan is a container that must be copied; nil is one that may be
-// shared.
-type copyPlan struct {
-	all   bool                 // copy everything under it (a directive's value)
-	keys  map[string]*copyPlan // a map's entries that must be copied
-	elems []*copyPlan          // a list's
-}
-
-var copyAll = &copyPlan{all: true}
-
-// planCopy is v's plan: nil when nothing under v is a null or a
-// directive.
-func planCopy(v any) *copyPlan {
-	switch x := v.(type) {
-	case map[string]any:
-		var p *copyPlan
-		for k, e := range x {
-			sub := planCopy(e)
-			if strings.HasPrefix(k, "$") {
-				sub = copyAll
-			} else if sub == nil && e != nil {
-				continue
-			}
-			if p == nil {
-				p = &copyPlan{keys: map[string]*copyPlan{}}
-			}
-			p.keys[k] = sub
-		}
-		return p
-	case []any:
-		var p *copyPlan
-		for i, e := range x {
-			sub := planCopy(e)
-			if sub == nil && e != nil {
-				continue
-			}
-			if p == nil {
-				p = &copyPlan{elems: make([]*copyPlan, len(x))}
-			}
-			p.elems[i] = sub
-		}
-		return p
-	}
-	return nil
-}
-
-// copyByPlan copies v as p says: containers p names are new, the rest
-// is v's.
-func copyByPlan(v any, p *copyPlan) any {
-	switch {
-	case p == nil:
-		return v
-	case p.all:
-		return copyJSON(v)
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			if sub, ok := p.keys[k]; ok {
-				m[k] = copyByPlan(e, sub)
-			} else {
-				m[k] = e
-			}
-		}
-		return m
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = copyByPlan(e, p.elems[i])
-		}
-		return l
-	}
-	return v
-}
-
-// lastMerge merges ov over cur, sharing what the merge only reads: cur
-// must not be modified afterwards.
-func lastMerge(cur map[string]any, ov *overlay) (map[string]any, error) {
-	return strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, copyByPlan(ov.m, ov.plan).(map[string]any), podPatchMeta)
 }

@@ -195,18 +195,15 @@ func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
 		if proxyInit && j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) {
 			moveJSONContainer(cur, proxyName)
 		}
-		last := i == len(names)-1
-		if last { // the pod's own definitions of what the templates inject go over them
+		if i == len(names)-1 { // the pod's own definitions of what the templates inject go over them
 			if user, j.used, err = j.userContainers(injectedSoFar(single, tm)); err != nil {
 				return nil, nil, err
 			}
 		}
-		if last && len(user) == 0 {
-			cur, err = lastMerge(cur, ov) // cur is only read from here on
-		} else {
-			cur, err = mergeMap(cur, ov.m)
-		}
-		if err != nil {
+		// The merge writes into what it takes from its patch (strategic
+		// merge patch re-assigns every entry of a subtree it takes whole,
+		// and drops nulls): the cached overlay is copied for each.
+		if cur, err = mergeMap(cur, ov.m); err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
 		}
 	}
