@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -45,6 +46,15 @@ type KubeSourceOptions struct {
 	// makes the API server's definition of an object win over the
 	// directory's (precedence.go); nil when this is the only source.
 	Precedence *Precedence
+	// Revision is the control plane's revision (istiod's REVISION): an
+	// Istio object labelled istio.io/rev with another value is not read
+	// (revision.go); "" reads them all.
+	Revision string
+	// DiscoverySelectors are the initial discovery selectors
+	// (SetDiscoverySelectors): only the namespaces matching one of them
+	// are read; none reads every namespace. Invalid selectors are logged
+	// and every namespace is read, as istiod does.
+	DiscoverySelectors []*metav1.LabelSelector
 }
 
 // KubeSource applies the objects of a Kubernetes API server to the index
@@ -78,6 +88,18 @@ type KubeSource struct {
 	nodes   map[string]*string // node name → new locality, nil once deleted
 	errs    map[ObjectKey][]error
 	running map[Kind]*kubeWatch // informers by kind (Nodes under KindUnknown)
+	// skipped: the Istio objects not read for their revision, and that
+	// revision (kube_filter.go).
+	skipped map[ObjectKey]string
+	// selectors and reselect: discovery selectors set and not applied yet.
+	selectors selectors
+	reselect  bool
+	// selectionNote says which namespaces are not read (Errors), nil when
+	// all are.
+	selectionNote error
+
+	// sel is the discovery selection applied (run goroutine only).
+	sel selection
 }
 
 // kubeWatch is one running informer.
@@ -115,6 +137,14 @@ func NewKubeSource(w *index.Writer, opts KubeSourceOptions) *KubeSource {
 		nodes:   map[string]*string{},
 		errs:    map[ObjectKey][]error{},
 		running: map[Kind]*kubeWatch{},
+		skipped: map[ObjectKey]string{},
+	}
+	if len(opts.DiscoverySelectors) > 0 {
+		sel, err := compileSelectors(opts.DiscoverySelectors)
+		if err != nil {
+			s.log.Error("invalid discovery selectors: every namespace is read", "err", err)
+		}
+		s.selectors, s.reselect = sel, err == nil
 	}
 	if opts.Precedence != nil {
 		opts.Precedence.kube = s
@@ -136,6 +166,16 @@ func (s *KubeSource) Errors() []error {
 	var out []error
 	for _, errs := range s.errs {
 		out = append(out, errs...)
+	}
+	if len(s.skipped) > 0 {
+		skipped := make([]skippedObject, 0, len(s.skipped))
+		for k, rev := range s.skipped {
+			skipped = append(skipped, skippedObject{k, rev})
+		}
+		out = append(out, revisionSummary("kubernetes", s.opts.Revision, skipped))
+	}
+	if s.selectionNote != nil {
+		out = append(out, s.selectionNote)
 	}
 	slices.SortFunc(out, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return out
@@ -248,6 +288,11 @@ func (s *KubeSource) stop(kind Kind) {
 	for k := range s.pending {
 		if k.Kind == kind {
 			s.pending[k] = nil
+		}
+	}
+	for k := range s.skipped {
+		if k.Kind == kind {
+			s.pending[k] = nil // forgets it (applyOwn)
 		}
 	}
 	for k := range s.errs {
@@ -364,12 +409,17 @@ func (s *KubeSource) flush() *index.ChangeSet {
 	s.mu.Lock()
 	pending, nodes := s.pending, s.nodes
 	s.pending, s.nodes = make(map[ObjectKey]any, len(pending)/4), map[string]*string{}
+	reselect, sel := s.reselect, s.selectors
+	s.reselect = false
 	s.mu.Unlock()
 
 	shared := s.opts.Precedence.lockForKube(pending, len(nodes) > 0)
 	defer s.opts.Precedence.unlockKube(shared)
 	s.shared = shared
 	var b index.Batch
+	// The discovery selection first: the objects of this batch are read
+	// or not by the selection it leaves.
+	s.updateSelection(&b, pending, reselect, sel)
 	// Nodes first: the Pods and EndpointSlices of this batch read their
 	// locality.
 	moved := map[string]bool{}
@@ -425,9 +475,11 @@ func (s *KubeSource) apply(b *index.Batch, k ObjectKey, obj any) {
 
 // applyOwn converts one object's latest state (nil: deleted) into b.
 func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
-	if obj == nil {
+	if obj == nil || !s.admitted(k) {
+		// Deleted, or in a namespace the discovery selectors leave out.
 		s.conv.Delete(b, k)
 		s.setErrs(k, nil)
+		s.setSkipped(k, "")
 		return
 	}
 	o, ok := kubeObject(obj)
@@ -435,6 +487,13 @@ func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
 		s.log.Warn("unexpected object type from an informer", "kind", k.Kind.String(), "object", k.String())
 		return
 	}
+	if kinds[k.Kind].istio() && !inRevision(o.Meta.Labels, s.opts.Revision) {
+		s.conv.Delete(b, k)
+		s.setErrs(k, nil)
+		s.setSkipped(k, o.Meta.Labels[labelRevision])
+		return
+	}
+	s.setSkipped(k, "")
 	// The API server validated the Kubernetes kinds already (and the
 	// cached Pods are cut down past what Validate accepts); Istio objects
 	// get pilotfish's own validation, as in the file source and webhook.
@@ -451,6 +510,23 @@ func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
 		s.setErrs(k, nil)
 	}
 	s.conv.Put(b, o)
+}
+
+// setSkipped records that the Istio object k is not read for its
+// revision rev; "" forgets it.
+func (s *KubeSource) setSkipped(k ObjectKey, rev string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, had := s.skipped[k]
+	switch {
+	case rev != "":
+		s.skipped[k] = rev
+		if !had {
+			s.log.Debug("config not read: labelled for another revision", "object", k.String(), "istio.io/rev", rev)
+		}
+	case had:
+		delete(s.skipped, k)
+	}
 }
 
 // setErrs records an object's current problems (errors and warnings),
