@@ -17,7 +17,10 @@
 // rule, revision.go, in both sources); with discovery selectors, only the
 // namespaces they select (the Kubernetes source only, kube_filter.go,
 // changeable at any time with SetDiscoverySelectors). What is not read
-// produces no rows and is summarised in Errors as warnings.
+// produces no rows and is summarised in Errors as warnings. The informers
+// still watch every namespace, but cache an object of a namespace that is
+// not selected as a stub of its identity and version, fetched whole when
+// its namespace joins the selection (kube_stub.go).
 //
 // Every source decodes documents into [Object]s using the real types of
 // k8s.io/api and istio.io/api, validates them with the same rules that

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
@@ -29,13 +31,12 @@ import (
 //   - Revisions (revision.go): an Istio object labelled istio.io/rev for
 //     another revision is not converted.
 //
-// Like istiod, the informers still list and watch every namespace: the
-// selection is applied to what they deliver, so that a namespace that
-// becomes selected is read from the informer caches, without a new list.
-// Those caches hold the cut-down objects of kube_transform.go for every
-// namespace; an Istio object of another revision is cached without its
-// spec (transformRevision), since only a change of its own labels can make
-// it readable and that change arrives with the whole object.
+// Like istiod, the informers still list and watch every namespace, and
+// the selection is applied to what they deliver; but what they cache of a
+// namespace that is not selected is a stub (kube_stub.go), and an Istio
+// object of another revision is cached without its spec
+// (transformRevision), since only a change of its own labels can make it
+// readable and that change arrives with the whole object.
 
 // selectors are compiled discovery selectors; nil selects every namespace.
 type selectors []labels.Selector
@@ -128,6 +129,7 @@ func (s *KubeSource) updateSelection(b *index.Batch, pending map[ObjectKey]any, 
 				}
 			}
 		}
+		s.publishView()
 		if !old.set {
 			s.publishSelection()
 			return // the initial sync: every object is pending
@@ -153,6 +155,7 @@ func (s *KubeSource) updateSelection(b *index.Batch, pending map[ObjectKey]any, 
 		if len(moved) == 0 {
 			return
 		}
+		s.publishView()
 	}
 	s.publishSelection()
 	changedNS := func(ns string) bool {
@@ -259,4 +262,30 @@ func transformRevision(rev string) func(any) (any, error) {
 		}
 		return obj, nil
 	}
+}
+
+// primeSelection, before the informers of namespaced kinds start, applies
+// the discovery selectors given at construction to the transforms, so
+// that the first lists cache the objects of namespaces left out as stubs:
+// it waits for the Namespace informer's list. It returns false when ctx
+// ends first.
+func (s *KubeSource) primeSelection(ctx context.Context) bool {
+	s.mu.Lock()
+	sel, pending := s.selectors, s.reselect
+	w := s.running[KindNamespace]
+	s.mu.Unlock()
+	if !pending || sel == nil || w == nil || s.opts.KeepWholeObjects {
+		return true
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), w.reg.HasSynced) {
+		return false
+	}
+	v := &nsView{ns: map[string]bool{}}
+	for _, ns := range s.namespaceObjects() {
+		if sel.match(ns.Labels) {
+			v.ns[ns.Name] = true
+		}
+	}
+	s.nsView.Store(v)
+	return true
 }

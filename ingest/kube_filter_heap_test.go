@@ -23,10 +23,9 @@ import (
 // namespaces (each with heapServices Services, an EndpointSlice of 20
 // endpoints per Service, and a VirtualService per Service) with every
 // namespace read, and with selectors that select 2 of them. The index
-// holds a tenth of the rows; the informers still cache every namespace's
-// cut-down objects (kube_filter.go), so the saving is the index's and the
-// converter's share. The figures are logged; the assertion is only that
-// selectors save something, with a wide margin.
+// holds a tenth of the rows, and the informers cache the other
+// namespaces' objects as stubs (kube_stub.go). The figures are logged;
+// the assertion has a wide margin.
 func TestDiscoverySelectorsHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 2,000 objects in a real API server")
@@ -54,10 +53,9 @@ func TestDiscoverySelectorsHeap(t *testing.T) {
 		t.FailNow()
 	}
 
+	// What a running source holds: the heap after GC while it runs, less
+	// the heap after GC once it has stopped and been dropped.
 	measure := func(opts KubeSourceOptions) (heap uint64, services int) {
-		runtime.GC()
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
 		w := index.NewWriter()
 		opts.Client, opts.Istio = e.c.Client, e.c.Istio
 		s := NewKubeSource(w, opts)
@@ -71,24 +69,34 @@ func TestDiscoverySelectorsHeap(t *testing.T) {
 			return ""
 		})
 		time.Sleep(200 * time.Millisecond) // let the Istio informers' lists land
-		runtime.GC()
-		var after runtime.MemStats
-		runtime.ReadMemStats(&after)
 		services = w.Snapshot().NumServices()
+		runtime.GC()
+		var running runtime.MemStats
+		runtime.ReadMemStats(&running)
+		runtime.KeepAlive(s)
+		runtime.KeepAlive(w)
 		cancel()
 		<-done
-		runtime.KeepAlive(w)
-		return after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc), services
+		s, w = nil, nil
+		time.Sleep(100 * time.Millisecond) // the informers' goroutines end
+		runtime.GC()
+		var stopped runtime.MemStats
+		runtime.ReadMemStats(&stopped)
+		return running.HeapAlloc - min(running.HeapAlloc, stopped.HeapAlloc), services
 	}
-	all, allSvcs := measure(KubeSourceOptions{})
+	// Selected first: what the first run leaves behind (client-go's
+	// caches of its own) is then counted against the larger one.
 	sel, selSvcs := measure(KubeSourceOptions{DiscoverySelectors: []*metav1.LabelSelector{{MatchLabels: map[string]string{"selected": "true"}}}})
+	all, allSvcs := measure(KubeSourceOptions{})
 	t.Logf("every namespace: %d services indexed, heap %.1f MiB; 2 of %d namespaces selected: %d services, heap %.1f MiB (%.0f%%)",
 		allSvcs, float64(all)/(1<<20), namespaces, selSvcs, float64(sel)/(1<<20), 100*float64(sel)/float64(all))
 	if selSvcs != 2*heapServices {
 		t.Errorf("services indexed with selectors: %d, want %d", selSvcs, 2*heapServices)
 	}
-	if sel >= all {
-		t.Errorf("heap with 2 of %d namespaces selected (%d B) is not below the heap with all (%d B)", namespaces, sel, all)
+	// Measured 29% (2.2 of 7.7 MiB): the other namespaces cost their
+	// stubs only. Half leaves room for noise.
+	if sel*2 >= all {
+		t.Errorf("heap with 2 of %d namespaces selected (%d B) is not below half the heap with all (%d B)", namespaces, sel, all)
 	}
 }
 

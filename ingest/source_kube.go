@@ -100,6 +100,11 @@ type KubeSource struct {
 
 	// sel is the discovery selection applied (run goroutine only).
 	sel selection
+	// nsView is sel as the informers' transforms read it (kube_stub.go).
+	nsView atomic.Pointer[nsView]
+	// stubbed: stubs met in selected namespaces, to fetch whole (run
+	// goroutine only).
+	stubbed []ObjectKey
 }
 
 // kubeWatch is one running informer.
@@ -191,13 +196,16 @@ func (s *KubeSource) Run(ctx context.Context) error {
 	}
 	for _, ck := range kinds {
 		s.start(ctx, ck.kind, ck.newInformer(s.opts.Client), ck.transform)
+		if ck.kind == KindNamespace && !s.primeSelection(ctx) {
+			return nil
+		}
 	}
 	istio := newCRDWatch(s)
 	istio.poll(ctx)
 	if !s.waitForInitialSync(ctx) {
 		return nil
 	}
-	cs := s.flush()
+	cs := s.flush(ctx)
 	s.synced.Store(true)
 	s.log.Info("initial sync applied", "version", cs.Version, "services", len(cs.Services),
 		"endpoints", len(cs.Endpoints), "workloads", len(cs.Workloads), "istio-kinds", istio.served())
@@ -217,7 +225,7 @@ func (s *KubeSource) Run(ctx context.Context) error {
 				return nil
 			case <-time.After(s.opts.BatchWindow):
 			}
-			if cs := s.flush(); !cs.Empty() {
+			if cs := s.flush(ctx); !cs.Empty() {
 				s.log.Debug("config applied", "version", cs.Version, "services", len(cs.Services),
 					"endpoints", len(cs.Endpoints), "workloads", len(cs.Workloads))
 			}
@@ -240,6 +248,9 @@ func (s *KubeSource) waitForInitialSync(ctx context.Context) bool {
 // start runs an informer for kind with its transform and the source's
 // handlers, under a context of its own so that it can be stopped alone.
 func (s *KubeSource) start(ctx context.Context, kind Kind, inf cache.SharedIndexInformer, transform cache.TransformFunc) {
+	if !s.opts.KeepWholeObjects {
+		transform = stubbing(&s.nsView, kind, transform)
+	}
 	w := &kubeWatch{kind: kind, informer: inf, transform: transform}
 	if !s.opts.KeepWholeObjects {
 		if err := inf.SetTransform(transform); err != nil {
@@ -405,7 +416,7 @@ func (s *KubeSource) deleteNode(obj any) {
 // flush applies every pending event as one batch, in a deterministic order
 // (kind, namespace, name), so that replicas reading the same API server
 // intern symbols in the same order.
-func (s *KubeSource) flush() *index.ChangeSet {
+func (s *KubeSource) flush(ctx context.Context) *index.ChangeSet {
 	s.mu.Lock()
 	pending, nodes := s.pending, s.nodes
 	s.pending, s.nodes = make(map[ObjectKey]any, len(pending)/4), map[string]*string{}
@@ -442,6 +453,11 @@ func (s *KubeSource) flush() *index.ChangeSet {
 	}
 	if len(moved) > 0 {
 		s.reputOnNodes(&b, moved, pending)
+	}
+	if len(s.stubbed) > 0 {
+		// Objects of namespaces that became selected: fetched whole into
+		// this batch, so a selection change is one change set.
+		s.refetch(ctx, func(k ObjectKey, obj any) { s.apply(&b, k, obj) })
 	}
 	cs := s.w.Apply(&b)
 	if shared {
@@ -480,6 +496,12 @@ func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
 		s.conv.Delete(b, k)
 		s.setErrs(k, nil)
 		s.setSkipped(k, "")
+		return
+	}
+	if _, isStub := obj.(*kubeStub); isStub {
+		// Cached while its namespace was not selected: fetched whole
+		// after this batch (kube_stub.go).
+		s.stubbed = append(s.stubbed, k)
 		return
 	}
 	o, ok := kubeObject(obj)
