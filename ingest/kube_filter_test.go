@@ -330,3 +330,55 @@ func sortedWords(s string) string {
 	slices.Sort(f)
 	return strings.Join(f, " ")
 }
+
+// TestKubeDiscoverySelectorsChurn relabels a namespace into selection
+// while one of its objects keeps changing: whatever the order of the
+// watch's events, the stub refetch and the batches, the index ends with
+// the object's last version (never an older one).
+func TestKubeDiscoverySelectorsChurn(t *testing.T) {
+	e := newFilterEnv(t)
+	e.namespace("f-churn", nil)
+	e.vs("f-churn", "moving", nil)
+	_, w := e.run(KubeSourceOptions{DiscoverySelectors: []*metav1.LabelSelector{{MatchLabels: map[string]string{"team": "x"}}}})
+	c := e.c.Istio.NetworkingV1().VirtualServices("f-churn")
+	const rounds = 40
+	done := make(chan error, 1)
+	go func() {
+		for i := 1; i <= rounds; i++ {
+			vs, err := c.Get(e.ctx, "moving", metav1.GetOptions{})
+			if err == nil {
+				vs.Spec.Http[0].Route[0].Destination.Subset = fmt.Sprint(i)
+				_, err = c.Update(e.ctx, vs, metav1.UpdateOptions{})
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range 7 { // in, out, in, ...: ends selected
+		labels := map[string]string{"team": "x"}
+		if i%2 == 1 {
+			labels = nil
+		}
+		e.namespace("f-churn", labels)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the last version", func() string {
+		s := w.Snapshot()
+		ns, _ := s.Symbols.Lookup("f-churn")
+		name, _ := s.Symbols.Lookup("moving")
+		cfg, ok := s.Config(index.ConfigVirtualService, index.ConfigKey{Namespace: ns, Name: name})
+		if !ok {
+			return "not indexed"
+		}
+		if got := cfg.Spec.(*networking.VirtualService).Http[0].Route[0].Destination.Subset; got != fmt.Sprint(rounds) {
+			return "subset " + got
+		}
+		return ""
+	})
+}

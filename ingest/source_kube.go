@@ -63,7 +63,9 @@ type KubeSourceOptions struct {
 // is served. Informer events are collected and applied as one batch per
 // burst, through its own Converter, to a Writer it may share with other
 // sources. Invalid Istio objects are reported by Errors and skipped; the
-// last good version of each is kept.
+// last good version of each is kept. Istio objects of another revision
+// and the objects of namespaces the discovery selectors leave out are not
+// read (kube_filter.go).
 //
 // Relists (an expired watch, an API server restart) need nothing special:
 // the informers replay what changed, including deletions they only notice
