@@ -91,7 +91,7 @@ type KubeSource struct {
 	errs    map[ObjectKey][]error
 	running map[Kind]*kubeWatch // informers by kind (Nodes under KindUnknown)
 	// skipped: the Istio objects not read for their revision, and that
-	// revision (kube_filter.go).
+	// revision (kube_filter.go); written by the run goroutine only.
 	skipped map[ObjectKey]string
 	// selectors and reselect: discovery selectors set and not applied yet.
 	selectors selectors
@@ -539,9 +539,14 @@ func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
 // setSkipped records that the Istio object k is not read for its
 // revision rev; "" forgets it.
 func (s *KubeSource) setSkipped(k ObjectKey, rev string) {
+	// Only the run goroutine writes skipped, so it may read it unlocked:
+	// the common case (nothing to record or forget) takes no lock.
+	_, had := s.skipped[k]
+	if !had && rev == "" {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, had := s.skipped[k]
 	switch {
 	case rev != "":
 		s.skipped[k] = rev
