@@ -193,6 +193,28 @@ func (s *KubeSource) updateSelection(b *index.Batch, pending map[ObjectKey]any, 
 	s.log.Info("discovery selection changed", "namespaces-selected", s.selectedCount(), "objects-moved", n)
 }
 
+// setSkipped records that the Istio object k is not read for its
+// revision rev; "" forgets it.
+func (s *KubeSource) setSkipped(k ObjectKey, rev string) {
+	// Only the run goroutine writes skipped, so it may read it unlocked:
+	// the common case (nothing to record or forget) takes no lock.
+	_, had := s.skipped[k]
+	if !had && rev == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case rev != "":
+		s.skipped[k] = rev
+		if !had {
+			s.log.Debug("config not read: labelled for another revision", "object", k.String(), "istio.io/rev", rev)
+		}
+	case had:
+		delete(s.skipped, k)
+	}
+}
+
 // namespaceObjects lists the cached Namespaces.
 func (s *KubeSource) namespaceObjects() []*corev1.Namespace {
 	s.mu.Lock()
@@ -210,9 +232,9 @@ func (s *KubeSource) namespaceObjects() []*corev1.Namespace {
 	return out
 }
 
-func (s *KubeSource) selectedCount() int {
+func (s *KubeSource) selectedCount() any {
 	if s.sel.sel == nil {
-		return -1
+		return "all"
 	}
 	return len(s.sel.ns)
 }

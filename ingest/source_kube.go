@@ -536,28 +536,6 @@ func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
 	s.conv.Put(b, o)
 }
 
-// setSkipped records that the Istio object k is not read for its
-// revision rev; "" forgets it.
-func (s *KubeSource) setSkipped(k ObjectKey, rev string) {
-	// Only the run goroutine writes skipped, so it may read it unlocked:
-	// the common case (nothing to record or forget) takes no lock.
-	_, had := s.skipped[k]
-	if !had && rev == "" {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case rev != "":
-		s.skipped[k] = rev
-		if !had {
-			s.log.Debug("config not read: labelled for another revision", "object", k.String(), "istio.io/rev", rev)
-		}
-	case had:
-		delete(s.skipped, k)
-	}
-}
-
 // setErrs records an object's current problems (errors and warnings),
 // replacing those of its previous version; nil clears them. Each is
 // logged once, when it first appears.
