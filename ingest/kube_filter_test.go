@@ -10,6 +10,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -200,10 +201,11 @@ func errorsText(s *KubeSource) string {
 // TestKubeRevisionSelectsConfig checks istiod's istio.io/rev rule for
 // config against a real API server: a source of revision "canary" reads
 // unlabelled VirtualServices and those labelled canary, not those of
-// another revision (listed in one warning of Errors); relabelling moves an
-// object out of the index and back; a source without a revision reads
-// them all, and one of revision "default" reads the unlabelled and
-// "default" ones only.
+// another revision (listed in one warning of Errors), nor one labelled
+// with a revision tag of canary (a real istio-revision-tag-prod webhook),
+// as in istiod; relabelling moves an object out of the index and back; a
+// source without a revision reads them all, and one of revision "default"
+// reads the unlabelled and "default" ones only.
 func TestKubeRevisionSelectsConfig(t *testing.T) {
 	e := newFilterEnv(t)
 	e.namespace("f-shop", nil)
@@ -211,15 +213,23 @@ func TestKubeRevisionSelectsConfig(t *testing.T) {
 	e.vs("f-shop", "mine", map[string]string{"istio.io/rev": "canary"})
 	e.vs("f-shop", "other", map[string]string{"istio.io/rev": "stable"})
 	e.vs("f-shop", "dflt", map[string]string{"istio.io/rev": "default"})
+	// prod is a revision tag of canary (istioctl tag set prod --revision
+	// canary): tags do not select config, in istiod either.
+	_, err := e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(e.ctx,
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "istio-revision-tag-prod",
+			Labels: map[string]string{"istio.io/tag": "prod", "istio.io/rev": "canary"}}}, metav1.CreateOptions{})
+	e.check(err)
+	e.vs("f-shop", "tagged", map[string]string{"istio.io/rev": "prod"})
 
 	canary, cw := e.run(KubeSourceOptions{Revision: "canary"})
 	_, aw := e.run(KubeSourceOptions{})
 	_, dw := e.run(KubeSourceOptions{Revision: "default"})
 	e.waitFor("revision canary", wantIndexed(cw, "ns/f-shop vs/f-shop/mine vs/f-shop/plain"))
-	e.waitFor("no revision", wantIndexed(aw, "ns/f-shop vs/f-shop/dflt vs/f-shop/mine vs/f-shop/other vs/f-shop/plain"))
+	e.waitFor("no revision", wantIndexed(aw, "ns/f-shop vs/f-shop/dflt vs/f-shop/mine vs/f-shop/other vs/f-shop/plain vs/f-shop/tagged"))
 	e.waitFor("revision default", wantIndexed(dw, "ns/f-shop vs/f-shop/dflt vs/f-shop/plain"))
-	const note = `kubernetes: warning: 2 Istio objects are not read: labelled for another revision than this control plane's "canary": ` +
-		`VirtualService f-shop/dflt (istio.io/rev=default), VirtualService f-shop/other (istio.io/rev=stable)`
+	const note = `kubernetes: warning: 3 Istio objects are not read: labelled for another revision than this control plane's "canary": ` +
+		`VirtualService f-shop/dflt (istio.io/rev=default), VirtualService f-shop/other (istio.io/rev=stable), ` +
+		`VirtualService f-shop/tagged (istio.io/rev=prod)`
 	if got := errorsText(canary); !strings.Contains(got, note) {
 		t.Errorf("Errors:\n%s\nwant a line\n%s", got, note)
 	}
@@ -231,7 +241,7 @@ func TestKubeRevisionSelectsConfig(t *testing.T) {
 	e.waitFor("relabelled", wantIndexed(cw, "ns/f-shop vs/f-shop/dflt vs/f-shop/other vs/f-shop/plain"))
 	e.waitFor("relabelled, default", wantIndexed(dw, "ns/f-shop vs/f-shop/dflt vs/f-shop/plain"))
 	e.waitFor("the warning follows", func() string {
-		if got := errorsText(canary); !strings.Contains(got, "1 Istio objects are not read") || !strings.Contains(got, "f-shop/mine (istio.io/rev=stable)") {
+		if got := errorsText(canary); !strings.Contains(got, "2 Istio objects are not read") || !strings.Contains(got, "f-shop/mine (istio.io/rev=stable)") {
 			return "Errors:\n" + got
 		}
 		return ""
@@ -247,9 +257,13 @@ func TestKubeRevisionSelectsConfig(t *testing.T) {
 	if !ok || !found || len(c.Spec.(*networking.VirtualService).GetHttp()) != 1 {
 		t.Errorf("VirtualService mine after relabelling: %v", c)
 	}
-	if got := errorsText(canary); strings.Contains(got, "not read") {
-		t.Errorf("Errors with nothing skipped:\n%s", got)
-	}
+	e.check(e.c.Istio.NetworkingV1().VirtualServices("f-shop").Delete(e.ctx, "tagged", metav1.DeleteOptions{}))
+	e.waitFor("nothing skipped", func() string {
+		if got := errorsText(canary); strings.Contains(got, "not read") {
+			return "Errors:\n" + got
+		}
+		return ""
+	})
 }
 
 // TestKubeDiscoverySelectors checks discoverySelectors against a real API

@@ -18,7 +18,9 @@ import (
 // default): the hosts whose route has the timeout of a VirtualService in
 // istiod's RDS are the hosts of the VirtualServices a source of revision
 // "default" reads (the unlabelled one and the one labelled default, not
-// the one labelled canary), and each timeout is the VirtualService's.
+// the one labelled canary, nor the one labelled prod, a revision tag of
+// default: tags do not select config), and each timeout is the
+// VirtualService's.
 func TestRevisionMatchesIstiod(t *testing.T) {
 	c, err := istiodref.LoadCase("rev-config")
 	if err != nil {
