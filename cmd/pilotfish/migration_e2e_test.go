@@ -50,15 +50,12 @@ type migrationEnv struct {
 	pki   *meshPKI
 	dial  map[string]string            // discoveryAddress -> loopback address of that TLS port
 	inter map[string]*x509.Certificate // discoveryAddress -> its intermediate CA
-	// selects: pilotfish reads only the Istio config of its revision
-	// (--revision, istiod's istio.io/rev rules).
-	selects bool
 }
 
 // TestMigrationFromIstiod moves a namespace from istiod to pilotfish and
 // back in one real kube-apiserver, as docs/migration.md tells an operator
 // to: the real istiod (pilot-discovery built from the pinned istio, revision
-// default, plug-in CA from cacerts) and `pilotfish serve --inject-revision
+// default, plug-in CA from cacerts) and `pilotfish serve --revision
 // pilotfish` (its CA from a cacerts directory) run side by side, one root
 // with an intermediate each; istiod's injection webhooks (istio's chart)
 // and pilotfish's chart's (revision pilotfish, revision tag prod, caBundle
@@ -145,12 +142,10 @@ func TestMigrationFromIstiod(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-tags", "vtprotobuf", "-o", pf, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	help, _ := exec.CommandContext(ctx, pf, "serve", "--help").CombinedOutput()
-	e.selects = bytes.Contains(help, []byte("--revision "))
 	startChild(t, ctx, dir, "pilotfish", []string{pf, "serve", "--kubeconfig", c.Kubeconfig, "--token-review-kubeconfig", c.Kubeconfig,
 		"--cacerts-dir", pfCA, "--grpc-addr", "127.0.0.1:0", "--grpc-tls-addr", addrOf(ports[6]), "--http-addr", addrOf(ports[7]),
 		"--webhook-addr", addrOf(ports[8]), "--tls-san", "127.0.0.1", "--tls-san", "pilotfish.istio-system.svc",
-		"--inject-revision", "pilotfish", "--inject-namespace", "istio-system", "--inject-webhook-cabundle",
+		"--revision", "pilotfish", "--inject-namespace", "istio-system", "--inject-webhook-cabundle",
 		"--leader-election-namespace", "istio-system", "--log-level", "info"},
 		"POD_NAMESPACE=istio-system", "POD_NAME=pilotfish-0", "GOMAXPROCS=2")
 	waitHTTP(t, ctx, "http://"+addrOf(ports[2])+"/ready")
@@ -216,9 +211,6 @@ func TestMigrationFromIstiod(t *testing.T) {
 	}
 	a3 := e.workload("ns-a", "a-3", "10.20.0.3", istiodAddress)
 	e.checkPair(a3, b1)
-	if !e.selects {
-		t.Log("pilotfish has no --revision flag yet: its revision-scoped config checks were not run")
-	}
 }
 
 // meshConfigYAML: a service per namespace, STRICT mTLS in A and B, each
@@ -423,7 +415,7 @@ func (e *migrationEnv) checkXDS(self, peer *migrationWorkload) {
 		switch {
 		case self.cp == istiodAddress && (timeoutA != "13s" || timeoutB == "17s" || timeoutC == "19s"):
 			return fmt.Sprintf("istiod: svc-a timeout %q (want 13s), svc-b %q (want no 17s), svc-c %q (want no 19s)", timeoutA, timeoutB, timeoutC)
-		case self.cp == pilotfishAddress && e.selects && (timeoutB != "17s" || timeoutC == "19s" || timeoutA == "13s"):
+		case self.cp == pilotfishAddress && (timeoutB != "17s" || timeoutC == "19s" || timeoutA == "13s"):
 			return fmt.Sprintf("pilotfish: svc-b timeout %q (want 17s), svc-c %q (want no 19s: a tag is no revision), svc-a %q (want no 13s)", timeoutB, timeoutC, timeoutA)
 		}
 		return ""

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	meshv1 "istio.io/api/mesh/v1alpha1"
 
 	"github.com/pilotfish-mesh/pilotfish/debug"
 	"github.com/pilotfish-mesh/pilotfish/engine"
@@ -142,6 +143,15 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	source, err := newSources(o, log) // serve_kube.go
 	if err != nil {
 		return err
+	}
+	if source.kube != nil {
+		// The mesh config's discoverySelectors limit the namespaces the API
+		// server's objects are read from, now and on every change.
+		meshSrc.subscribe(func(mc *meshv1.MeshConfig) {
+			if err := source.kube.SetDiscoverySelectors(discoverySelectors(mc)); err != nil {
+				log.Warn("mesh config discoverySelectors not applied", "err", err)
+			}
+		})
 	}
 	metrics := newMetrics(source.index)
 	metrics.registry.MustRegister(source.jwks.fetches)
