@@ -200,7 +200,7 @@ func Cluster(n index.Names, key *ClusterKey) (string, proto.Message) {
 	return c.Name, c
 }
 
-// clDNSRefreshRate is istiod's default meshConfig.dnsRefreshRate.
+// clDNSRefreshRate is istiod's default meshConfig.dnsRefreshRate (Mesh.DNSRefreshRate 0).
 const clDNSRefreshRate = 60 * time.Second
 
 // clDNSJitter is istiod's PILOT_DNS_JITTER_DURATION default.
@@ -319,9 +319,9 @@ func clOutbound(k clIn) *clusterv3.Cluster {
 			c.DnsLookupFamily = clusterv3.Cluster_V6_ONLY
 		}
 		c.TypedDnsResolverConfig = clCaresResolver
-		c.DnsJitter = durationpb.New(clDNSJitter)           //nolint:staticcheck // istiod still sets it
-		c.DnsRefreshRate = durationpb.New(clDNSRefreshRate) //nolint:staticcheck // istiod still sets it
-		c.RespectDnsTtl = true                              //nolint:staticcheck // istiod still sets it
+		c.DnsJitter = durationpb.New(clDNSJitter)                  //nolint:staticcheck // istiod still sets it
+		c.DnsRefreshRate = durationpb.New(k.Mesh.dnsRefreshRate()) //nolint:staticcheck // istiod still sets it
+		c.RespectDnsTtl = true                                     //nolint:staticcheck // istiod still sets it
 		c.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: name,
 			Endpoints:   clDNSEndpoints(k, policy),
@@ -482,7 +482,8 @@ func clPassthrough(k clIn) *clusterv3.Cluster {
 		TypedExtensionProtocolOptions: map[string]*anypb.Any{
 			clHTTPProtocolOptionsName: clPassthroughHTTPOptions(),
 		},
-		Filters: []*clusterv3.Filter{clMXFilter},
+		Filters:                   []*clusterv3.Filter{clMXFilter},
+		UpstreamConnectionOptions: clKeepalive(k.Mesh.keepalive(), nil),
 	}
 	return c
 }
@@ -656,6 +657,6 @@ func (k *ClusterKey) UsesLocality() bool {
 		subset = clFindSubset(dr, k.Subset)
 	}
 	p := clResolvePolicy(dr, k.Port.Number, subset)
-	setting, ok := epEffectiveLocalityLB(p.loadBalancer)
+	setting, ok := epEffectiveLocalityLB(p.loadBalancer, k.Mesh.localityLB())
 	return ok && (p.outlierDetection != nil || setting.GetDistribute() != nil)
 }

@@ -76,13 +76,15 @@ func cdProtocolOptionsBytes(set func(*clState)) []byte {
 
 // ClusterDirect reports whether [AppendCluster] encodes the cluster k
 // describes directly: an outbound EDS cluster of a sidecar or router with
-// no DestinationRule (nor ServiceEntry subjectAltNames). It allocates
-// nothing.
+// no DestinationRule (nor ServiceEntry subjectAltNames), in a mesh whose
+// localityLbSetting distributes nothing (a distribution changes every
+// cluster's load balancing config). It allocates nothing.
 func ClusterDirect(k *ClusterKey) bool {
 	return k.Role == ClusterOutbound && k.DestinationRule == nil && k.Subset == "" && k.Service != nil &&
 		len(k.Service.SubjectAltNames) == 0 &&
 		(k.ProxyType == ProxySidecar || k.ProxyType == ProxyRouter) &&
-		clDiscoveryType(k.ProxyType, k.Service) == clusterv3.Cluster_EDS
+		clDiscoveryType(k.ProxyType, k.Service) == clusterv3.Cluster_EDS &&
+		(k.Mesh.localityLB() == nil || len(k.Mesh.LocalityLB.Distribute) == 0)
 }
 
 // AppendCluster is the direct encoding of a cluster [ClusterDirect]
@@ -97,6 +99,9 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 		short = k.names.String(k.Service.Name)
 	}
 	size := len(prefix) + 3 + cdFixedSize + 3*(len(host)+24) + len(host) + len(short) + len(ns)
+	if k.Mesh.keepalive() != nil {
+		size += cdKeepaliveReserve
+	}
 	if cdAutoMTLS(k) {
 		size += cdTLSReserve + len(host)
 	}
@@ -128,10 +133,15 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 	dst = protowire.AppendVarint(dst, uint64(len(name)+1))
 	dst = append(dst, name...)
 	dst = append(dst, ';')
+	if ka := k.Mesh.keepalive(); ka != nil {
+		// meshConfig.tcpKeepalive: rare enough to marshal per cluster.
+		dst = append(dst, cdFieldBytes(&clusterv3.Cluster{UpstreamConnectionOptions: clKeepalive(ka, nil)})...)
+	}
 
-	// Upstream protocol options, as setUpstreamProtocol picks them.
+	// Upstream protocol options, as setUpstreamProtocol picks them (and
+	// meshConfig's h2UpgradePolicy, as applyTrafficPolicy).
 	p := k.Port.Protocol
-	h2 := p == index.ProtocolHTTP2 || p == index.ProtocolGRPC || p == index.ProtocolGRPCWeb
+	h2 := p == index.ProtocolHTTP2 || p == index.ProtocolGRPC || p == index.ProtocolGRPCWeb || clMeshH2Upgrade(p, k.Mesh)
 	switch {
 	case h2:
 		dst = append(dst, cdH2OptionsBytes...)
@@ -142,6 +152,9 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 	dst = cdAppendAutoMTLS(dst, k, host, h2)
 	return name, cdCloseLen2(dst, body)
 }
+
+// cdKeepaliveReserve is room for upstream_connection_options (tcpKeepalive).
+const cdKeepaliveReserve = 24
 
 // cdTLSReserve is room for the auto mTLS transport socket matches beyond
 // the SNI (the SANs of a few service accounts included).

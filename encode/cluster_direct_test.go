@@ -52,6 +52,17 @@ func directClusterKeys(t *testing.T) (index.Names, []*encode.ClusterKey) {
 		m.ConnectTimeout = 3 * time.Second
 		m.TrustDomain = "example.org"
 		return m
+	}(), func() *encode.Mesh {
+		// meshConfig h2UpgradePolicy and tcpKeepalive (mesh_cluster.go).
+		m := encode.DefaultMesh()
+		m.H2Upgrade = true
+		m.TCPKeepalive = &encode.TCPKeepalive{Probes: 3, Time: 600, HasTime: true}
+		return m
+	}(), func() *encode.Mesh {
+		m := encode.DefaultMesh()
+		m.TCPKeepalive = &encode.TCPKeepalive{HasInterval: true}
+		m.EnableAutoMTLS = false
+		return m
 	}(), nil}
 	var keys []*encode.ClusterKey
 	for _, svc := range []index.ServiceKey{se, seLong, external, kube, headlessRouter} {

@@ -49,7 +49,7 @@ func (k *EndpointsKey) FailoverPriority() []string {
 	if !k.Failover || k.LocalityDR == nil {
 		return nil
 	}
-	setting, ok := epEffectiveLocalityLB(k.loadBalancer())
+	setting, ok := epEffectiveLocalityLB(k.loadBalancer(), k.MeshLocality)
 	if !ok || setting.GetDistribute() != nil {
 		return nil
 	}

@@ -121,6 +121,26 @@ type Mesh struct {
 	// RequestAuthentication rule's jwksUri.
 	JWKSFetchMode JWKSFetchMode
 
+	// Cluster and endpoint settings (MeshConfig; engine/mesh_cluster.go
+	// copies them, encode/mesh_cluster.go has their types). Zero values are
+	// istiod's defaults.
+
+	// H2Upgrade is h2UpgradePolicy UPGRADE: clusters of HTTP service ports
+	// speak HTTP/2 unless a DestinationRule's h2UpgradePolicy or
+	// useClientProtocol says otherwise.
+	H2Upgrade bool
+	// TCPKeepalive is tcpKeepalive (nil: unset): upstream socket keepalive
+	// of every cluster with a connection pool (outbound, inbound,
+	// PassthroughCluster).
+	TCPKeepalive *TCPKeepalive
+	// DNSRefreshRate is dnsRefreshRate, of STRICT_DNS and LOGICAL_DNS
+	// clusters (istiod's default 60s; 0 means it too).
+	DNSRefreshRate time.Duration
+	// LocalityLB is localityLbSetting (nil: istiod's default, enabled).
+	LocalityLB *LocalityLB
+	// TLSDefaults is tlsDefaults' curves and suites for originated TLS.
+	TLSDefaults TLSDefaults
+
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
 	// of a push's thousands of keys cost a sixth of a warm CDS build. Set
@@ -138,13 +158,14 @@ func DefaultMesh() *Mesh {
 		OutboundAllowAny: true,
 		EnableAutoMTLS:   true,
 		ClusterID:        "Kubernetes",
+		DNSRefreshRate:   clDNSRefreshRate,
 	}
 }
 
 // Clone returns a copy of m to change before its first use (a Mesh value
 // must not be copied: the copy would keep m's cached hash).
 func (m *Mesh) Clone() *Mesh {
-	return &Mesh{
+	c := &Mesh{
 		DomainSuffix:             m.DomainSuffix,
 		TrustDomain:              m.TrustDomain,
 		RootNamespace:            m.RootNamespace,
@@ -156,6 +177,8 @@ func (m *Mesh) Clone() *Mesh {
 		TrustDomainAliases:       append([]string(nil), m.TrustDomainAliases...),
 		JWKSFetchMode:            m.JWKSFetchMode,
 	}
+	m.cloneClusterFields(c)
+	return c
 }
 
 // JWKSFetchMode says who fetches a jwksUri (istiod's
@@ -223,6 +246,7 @@ func (m *Mesh) fieldsHash() uint64 {
 		h.Str(a)
 	}
 	h.U32(uint32(m.JWKSFetchMode))
+	m.hashClusterFields(h)
 	if v := h.Sum(); v != 0 {
 		return v
 	}

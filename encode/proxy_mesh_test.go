@@ -12,7 +12,10 @@ import (
 func TestMeshClone(t *testing.T) {
 	m := &Mesh{DomainSuffix: "a", TrustDomain: "b", RootNamespace: "c", ConnectTimeout: time.Second, OutboundAllowAny: true,
 		EnableAutoMTLS: true, ProtocolDetectionTimeout: time.Minute, ClusterID: "d",
-		TrustDomainAliases: []string{"old.example"}, JWKSFetchMode: JWKSFetchEnvoy}
+		TrustDomainAliases: []string{"old.example"}, JWKSFetchMode: JWKSFetchEnvoy,
+		H2Upgrade: true, TCPKeepalive: &TCPKeepalive{Probes: 3}, DNSRefreshRate: time.Second,
+		LocalityLB:  &LocalityLB{Failover: []LocalityFailover{{From: "a", To: "b"}}, Distribute: []LocalityDistribute{{From: "a/*", To: []LocalityWeight{{"b/*", 100}}}}},
+		TLSDefaults: TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}}}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -27,6 +30,14 @@ func TestMeshClone(t *testing.T) {
 		if f := mv.Type().Field(i); f.IsExported() && !reflect.DeepEqual(mv.Field(i).Interface(), cv.Field(i).Interface()) {
 			t.Errorf("Clone does not copy %s", f.Name)
 		}
+	}
+	// The clone owns its lists and settings: changing them leaves m alone.
+	c.TCPKeepalive.Probes++
+	c.LocalityLB.Failover[0].To = "c"
+	c.LocalityLB.Distribute[0].To[0].Weight = 1
+	c.TLSDefaults.EcdhCurves[0] = "X25519"
+	if m.TCPKeepalive.Probes != 3 || m.LocalityLB.Failover[0].To != "b" || m.LocalityLB.Distribute[0].To[0].Weight != 100 || m.TLSDefaults.EcdhCurves[0] != "P-256" {
+		t.Fatal("Clone shares a setting with the mesh it came from")
 	}
 	c.OutboundAllowAny = false
 	if c.fieldsHash() == m.fieldsHash() {

@@ -216,7 +216,8 @@ func (s *clState) upstreamTLSContext(tls *networking.ClientTLSSettings) *tlsv3.U
 // certificates from credentialName over ADS, or files served by the agent
 // over SDS ("file-cert:CERT~KEY", "file-root:CA", system roots by default).
 func (s *clState) userTLSContext(tls *networking.ClientTLSSettings, mutual bool) *tlsv3.UpstreamTlsContext {
-	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: clCommonTLS(), Sni: tls.Sni}
+	// meshConfig.tlsDefaults' curves and suites (istiod's applyTLSDefaults).
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{TlsParams: s.k.Mesh.tlsParams()}, Sni: tls.Sni}
 	cc := ctx.CommonTlsContext
 	insecure := tls.GetInsecureSkipVerify().GetValue()
 	sans := tls.SubjectAltNames

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/inject"
+)
+
+// meshFromYAML is what the mesh-config reader does: istiod's parse of a
+// mesh config (defaults applied), then the cluster fields onto a default
+// mesh.
+func meshFromYAML(t testing.TB, y string) (*encode.Mesh, error) {
+	t.Helper()
+	cfg, err := inject.ParseMesh([]byte(y))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	m := encode.DefaultMesh()
+	return m, applyClusterMesh(m, cfg)
+}
+
+// TestApplyClusterMesh: each field lands in encode.Mesh as the generators
+// read it, and the defaults leave a mesh equal to encode.DefaultMesh.
+func TestApplyClusterMesh(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		want func(m *encode.Mesh)
+	}{
+		{"defaults", "", func(*encode.Mesh) {}},
+		{"connectTimeout", "connectTimeout: 2.5s", func(m *encode.Mesh) { m.ConnectTimeout = 2500 * time.Millisecond }},
+		{"enableAutoMtls", "enableAutoMtls: false", func(m *encode.Mesh) { m.EnableAutoMTLS = false }},
+		{"h2UpgradePolicy", "h2UpgradePolicy: UPGRADE", func(m *encode.Mesh) { m.H2Upgrade = true }},
+		{"tcpKeepalive", "tcpKeepalive: {probes: 4, time: 600.9s, interval: 0s}", func(m *encode.Mesh) {
+			m.TCPKeepalive = &encode.TCPKeepalive{Probes: 4, Time: 600, HasTime: true, HasInterval: true}
+		}},
+		{"tcpKeepalive empty", "tcpKeepalive: {}", func(m *encode.Mesh) { m.TCPKeepalive = &encode.TCPKeepalive{} }},
+		{"dnsRefreshRate", "dnsRefreshRate: 5s", func(m *encode.Mesh) { m.DNSRefreshRate = 5 * time.Second }},
+		{"localityLbSetting disabled", "localityLbSetting: {enabled: false}", func(m *encode.Mesh) {
+			m.LocalityLB = &encode.LocalityLB{Disabled: true}
+		}},
+		{"localityLbSetting enabled, no rules", "localityLbSetting: {enabled: true}", func(*encode.Mesh) {}},
+		{"localityLbSetting failover", "localityLbSetting: {failover: [{from: us-east, to: eu-west}]}", func(m *encode.Mesh) {
+			m.LocalityLB = &encode.LocalityLB{Failover: []encode.LocalityFailover{{From: "us-east", To: "eu-west"}}}
+		}},
+		{"localityLbSetting distribute", `localityLbSetting: {distribute: [{from: "us-east/*", to: {"us-east/b/*": 20, "us-east/a/*": 80}}]}`, func(m *encode.Mesh) {
+			m.LocalityLB = &encode.LocalityLB{Distribute: []encode.LocalityDistribute{{From: "us-east/*",
+				To: []encode.LocalityWeight{{Locality: "us-east/a/*", Weight: 80}, {Locality: "us-east/b/*", Weight: 20}}}}}
+		}},
+		{"tlsDefaults", "tlsDefaults: {ecdhCurves: [P-256], cipherSuites: [ECDHE-ECDSA-AES128-GCM-SHA256]}", func(m *encode.Mesh) {
+			m.TLSDefaults = encode.TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-ECDSA-AES128-GCM-SHA256"}}
+		}},
+		{"serviceSettings", "serviceSettings: [{settings: {clusterLocal: true}, hosts: ['*.shop.svc.cluster.local', 'a.b']}]", func(*encode.Mesh) {}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := meshFromYAML(t, tc.yaml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := encode.DefaultMesh()
+			tc.want(want)
+			if !reflect.DeepEqual(got.Clone(), want.Clone()) { // Clone: without the hash caches
+				t.Errorf("got  %+v\nwant %+v", got.Clone(), want.Clone())
+			}
+		})
+	}
+}
+
+// TestApplyClusterMeshRefuses: a bad or unimplemented value fails with the
+// right sentinel, naming the field.
+func TestApplyClusterMeshRefuses(t *testing.T) {
+	cases := []struct {
+		yaml, field string
+		err         error
+	}{
+		{"connectTimeout: 0s", "connectTimeout", ErrBadMeshSetting},
+		{"connectTimeout: 2h", "connectTimeout", ErrBadMeshSetting},
+		{"connectTimeout: 1.0005s", "connectTimeout", ErrBadMeshSetting},
+		{"h2UpgradePolicy: 7", "h2UpgradePolicy", ErrBadMeshSetting},
+		{"tcpKeepalive: {time: -1s}", "tcpKeepalive.time", ErrBadMeshSetting},
+		{"tcpKeepalive: {interval: 5000000000s}", "tcpKeepalive.interval", ErrBadMeshSetting},
+		{"dnsRefreshRate: 1ms", "dnsRefreshRate", ErrBadMeshSetting},
+		{"localityLbSetting: {failover: [{from: a, to: a}]}", "localityLbSetting.failover[0]", ErrBadMeshSetting},
+		{"localityLbSetting: {failover: [{from: a/b, to: c}]}", "localityLbSetting.failover[0]", ErrBadMeshSetting},
+		{"localityLbSetting: {failover: [{from: a, to: '*'}]}", "localityLbSetting.failover[0]", ErrBadMeshSetting},
+		{"localityLbSetting: {distribute: [{from: a, to: {b: 50}}]}", "localityLbSetting.distribute[0]", ErrBadMeshSetting},
+		{"localityLbSetting: {distribute: [{from: a, to: {b: 0, c: 100}}]}", "localityLbSetting.distribute[0]", ErrBadMeshSetting},
+		{"localityLbSetting: {distribute: [{from: a, to: {b: 50, b/z: 50}}]}", "localityLbSetting.distribute[0].to", ErrBadMeshSetting},
+		{"localityLbSetting: {distribute: [{from: 'a/*/c', to: {b: 100}}]}", "localityLbSetting.distribute.from", ErrBadMeshSetting},
+		{"localityLbSetting: {distribute: [{from: a, to: {b: 100}}], failover: [{from: a, to: b}]}", "localityLbSetting", ErrBadMeshSetting},
+		{"localityLbSetting: {failoverPriority: [topology.kubernetes.io/zone]}", "localityLbSetting.failoverPriority", ErrUnsupportedMeshSetting},
+		{"zoneAwareLbSetting: {}", "zoneAwareLbSetting", ErrUnsupportedMeshSetting},
+		{"tlsDefaults: {minProtocolVersion: TLSV1_3}", "tlsDefaults.minProtocolVersion", ErrUnsupportedMeshSetting},
+		{"tlsDefaults: {cipherSuites: ['']}", "tlsDefaults.cipherSuites[0]", ErrBadMeshSetting},
+		{"meshMTLS: {ecdhCurves: [P-256]}", "meshMTLS.ecdhCurves", ErrBadMeshSetting},
+		{"meshMTLS: {minProtocolVersion: TLSV1_3}", "meshMTLS", ErrUnsupportedMeshSetting},
+		{"serviceSettings: [{hosts: ['a..b']}]", "serviceSettings[0].hosts[0]", ErrBadMeshSetting},
+		{"serviceSettings: [{hosts: ['a.*.b']}]", "serviceSettings[0].hosts[0]", ErrBadMeshSetting},
+		{"inboundClusterStatName: '%SERVICE%'", "inboundClusterStatName", ErrUnsupportedMeshSetting},
+		{"outboundClusterStatName: '%SERVICE%'", "outboundClusterStatName", ErrUnsupportedMeshSetting},
+		{"defaultTrafficPolicy: {connectionPool: {tcp: {maxConnections: 10}}}", "defaultTrafficPolicy", ErrUnsupportedMeshSetting},
+	}
+	for _, tc := range cases {
+		t.Run(tc.yaml, func(t *testing.T) {
+			_, err := meshFromYAML(t, tc.yaml)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("error %v, want %v", err, tc.err)
+			}
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("error %q does not name %s", err, tc.field)
+			}
+		})
+	}
+}
