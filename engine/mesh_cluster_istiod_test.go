@@ -186,29 +186,57 @@ func TestMeshClusterSettingsMatchIstiod(t *testing.T) {
 	compareMeshClusterCase(t, "mesh-cluster", "Cluster", nil)
 }
 
-// TestMeshClusterCaseSeesEveryField: the comparison can fail. With
-// istiod's default mesh instead of the case's, pilotfish's output differs
+// TestMeshClusterCaseSeesEveryField: the comparisons can fail. With
+// istiod's default mesh instead of a case's, pilotfish's output differs
 // from istiod's on each field the case's mesh.yaml sets.
 func TestMeshClusterCaseSeesEveryField(t *testing.T) {
-	c := loadMeshCase(t, "mesh-cluster")
-	var all []string
-	for _, diffs := range meshCaseDiffs(t, c, encode.DefaultMesh(), ".meshcl.") {
-		all = append(all, diffs...)
-	}
-	joined := strings.Join(all, "\n")
-	if testing.Verbose() {
-		t.Log(joined)
-	}
-	for field, path := range map[string]string{
-		"connectTimeout":    ".connectTimeout",
-		"h2UpgradePolicy":   "http2ProtocolOptions",
-		"tcpKeepalive":      ".upstreamConnectionOptions",
-		"dnsRefreshRate":    ".dnsRefreshRate",
-		"localityLbSetting": ".priority",
-		"tlsDefaults":       ".ecdhCurves",
+	for _, tc := range []struct {
+		name, hostPart string
+		paths          map[string]string // field: a path of the differences it makes
+	}{
+		{"mesh-cluster", ".meshcl.", map[string]string{
+			"connectTimeout":    ".connectTimeout",
+			"h2UpgradePolicy":   "http2ProtocolOptions",
+			"tcpKeepalive":      ".upstreamConnectionOptions",
+			"dnsRefreshRate":    ".dnsRefreshRate",
+			"localityLbSetting": ".priority",
+			"tlsDefaults":       ".ecdhCurves",
+		}},
+		{"mesh-cluster-distribute", ".meshcl2.", map[string]string{
+			"enableAutoMtls":    ".transportSocketMatches",
+			"localityLbSetting": ".loadBalancingWeight",
+		}},
+		{"mesh-cluster-nolocality", ".meshcl3.", map[string]string{
+			"localityLbSetting": ".priority",
+		}},
 	} {
-		if !strings.Contains(joined, path) {
-			t.Errorf("%s: no difference at %s with the default mesh", field, path)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			c := loadMeshCase(t, tc.name)
+			var all []string
+			for _, diffs := range meshCaseDiffs(t, c, encode.DefaultMesh(), tc.hostPart) {
+				all = append(all, diffs...)
+			}
+			joined := strings.Join(all, "\n")
+			for field, path := range tc.paths {
+				if !strings.Contains(joined, path) {
+					t.Errorf("%s: no difference at %s with the default mesh:\n%s", field, path, joined)
+				}
+			}
+		})
 	}
+}
+
+// TestMeshLocalityDistributeMatchesIstiod: case mesh-cluster-distribute
+// (localityLbSetting.distribute mesh-wide, a rule disabling it on one
+// port, enableAutoMtls false).
+func TestMeshLocalityDistributeMatchesIstiod(t *testing.T) {
+	compareMeshClusterCase(t, "mesh-cluster-distribute", ".meshcl2.", nil)
+}
+
+// TestMeshLocalityDisabledMatchesIstiod: case mesh-cluster-nolocality
+// (localityLbSetting enabled: false mesh-wide, a rule enabling it again;
+// connectTimeout).
+func TestMeshLocalityDisabledMatchesIstiod(t *testing.T) {
+	compareMeshClusterCase(t, "mesh-cluster-nolocality", ".meshcl3.", nil)
+	compareMeshClusterCase(t, "mesh-cluster-nolocality", "Cluster", nil)
 }
