@@ -51,17 +51,26 @@ func lsAgentSDS(name string) *tlsv3.SdsSecretConfig {
 	}}
 }
 
-// lsInboundMTLS is istiod's inbound mTLS server context: the workload
-// certificate, peers validated against the root and the trust domain's
+// lsInboundMTLS is istiod's inbound mTLS server context (BuildInboundTLS):
+// the workload certificate, peers validated against the root and the trust domain's
 // SPIFFE prefix, client certificates required.
-func lsInboundMTLS(trustDomain string, alpn []string) *core.TransportSocket {
+func lsInboundMTLS(trustDomain string, alpn []string, meshMTLS *TLSDefaults) *core.TransportSocket {
+	// meshConfig.meshMTLS: TLS 1.3 minimum only when it says so (istiod's
+	// GetMinTLSVersion), its suites instead of the defaults.
+	params := &tlsv3.TlsParameters{
+		TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
+		TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
+		CipherSuites:              lsCipherSuites,
+	}
+	if meshMTLS.MinTLS13 {
+		params.TlsMinimumProtocolVersion = tlsv3.TlsParameters_TLSv1_3
+	}
+	if len(meshMTLS.CipherSuites) > 0 {
+		params.CipherSuites = meshMTLS.CipherSuites
+	}
 	ctx := &tlsv3.DownstreamTlsContext{
 		CommonTlsContext: &tlsv3.CommonTlsContext{
-			TlsParams: &tlsv3.TlsParameters{
-				TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
-				TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
-				CipherSuites:              lsCipherSuites,
-			},
+			TlsParams:                      params,
 			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{lsSDS("default")},
 			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{
 				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{

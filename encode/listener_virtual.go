@@ -130,6 +130,9 @@ type VirtualInboundKey struct {
 	Sidecar     *index.Config
 	SidecarMTLS []PortMTLS
 	ProxyIPs    string
+	// MeshMTLS is meshConfig.meshMTLS (Mesh.MeshMTLS): the istio mTLS
+	// chains' minimum TLS version and cipher suites.
+	MeshMTLS TLSDefaults
 }
 
 // Hash feeds every field.
@@ -158,6 +161,7 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	k.Authz.hashInto(&h)
 	k.RequestAuthn.hashInto(&h)
 	hashSidecarInbound(&h, k)
+	k.MeshMTLS.hashInto(&h)
 	return h.Sum()
 }
 
@@ -275,9 +279,9 @@ func (k viIn) passthroughChains(chains []*listener.FilterChain, port uint32, m S
 
 func (k viIn) mtls(http bool) *core.TransportSocket {
 	if http {
-		return lsInboundMTLS(k.TrustDomain, lsALPNInboundHTTP)
+		return lsInboundMTLS(k.TrustDomain, lsALPNInboundHTTP, &k.MeshMTLS)
 	}
-	return lsInboundMTLS(k.TrustDomain, lsALPNInboundTCP)
+	return lsInboundMTLS(k.TrustDomain, lsALPNInboundTCP, &k.MeshMTLS)
 }
 
 // instanceChains builds the chains of one served port.

@@ -118,23 +118,43 @@ func (l *LocalityLB) setting() (*networking.LocalityLoadBalancerSetting, bool) {
 	return s, true
 }
 
-// TLSDefaults is meshConfig.tlsDefaults: the ECDH curves and cipher suites
-// of TLS a DestinationRule originates (SIMPLE and MUTUAL), as istiod's
-// applyTLSDefaults. Its minProtocolVersion applies to servers only, which
-// the listener generators own.
+// TLSDefaults is a MeshConfig TLSConfig: tlsDefaults (the ECDH curves and
+// cipher suites of TLS a DestinationRule originates, as istiod's
+// applyTLSDefaults; and all three fields for gateway SIMPLE, MUTUAL and
+// OPTIONAL_MUTUAL servers, under the server's own settings, as its
+// applyDownstreamTLSDefaults) or meshMTLS (the minimum version and suites
+// of the sidecars' istio mTLS servers; no curves).
 type TLSDefaults struct {
 	EcdhCurves   []string
 	CipherSuites []string
+	// MinTLS13 is minProtocolVersion TLSV1_3; MinTLS12 is TLSV1_2 (istiod
+	// maps every value but TLSV1_3 to TLS 1.2; TLS_AUTO sets nothing on
+	// gateway servers).
+	MinTLS12, MinTLS13 bool
 }
 
 func (t *TLSDefaults) hashInto(h *Hasher) {
 	h.Strs(t.EcdhCurves)
 	h.Strs(t.CipherSuites)
+	h.Bool(t.MinTLS12)
+	h.Bool(t.MinTLS13)
 }
 
 // clone copies t's lists.
 func (t TLSDefaults) clone() TLSDefaults {
-	return TLSDefaults{EcdhCurves: cloneStrs(t.EcdhCurves), CipherSuites: cloneStrs(t.CipherSuites)}
+	t.EcdhCurves, t.CipherSuites = cloneStrs(t.EcdhCurves), cloneStrs(t.CipherSuites)
+	return t
+}
+
+// minVersion is minProtocolVersion as Envoy's (ok false: TLS_AUTO).
+func (t *TLSDefaults) minVersion() (tlsv3.TlsParameters_TlsProtocol, bool) {
+	switch {
+	case t.MinTLS13:
+		return tlsv3.TlsParameters_TLSv1_3, true
+	case t.MinTLS12:
+		return tlsv3.TlsParameters_TLSv1_2, true
+	}
+	return 0, false
 }
 
 func cloneStrs(s []string) []string {
@@ -203,6 +223,7 @@ func (m *Mesh) cloneClusterFields(c *Mesh) {
 		c.LocalityLB = l
 	}
 	c.TLSDefaults = m.TLSDefaults.clone()
+	c.MeshMTLS = m.MeshMTLS.clone()
 }
 
 // hashClusterFields feeds the cluster and endpoint fields of m.
@@ -212,4 +233,5 @@ func (m *Mesh) hashClusterFields(h *Hasher) {
 	h.U64(uint64(m.DNSRefreshRate))
 	m.LocalityLB.hashInto(h)
 	m.TLSDefaults.hashInto(h)
+	m.MeshMTLS.hashInto(h)
 }

@@ -138,8 +138,12 @@ type Mesh struct {
 	DNSRefreshRate time.Duration
 	// LocalityLB is localityLbSetting (nil: istiod's default, enabled).
 	LocalityLB *LocalityLB
-	// TLSDefaults is tlsDefaults' curves and suites for originated TLS.
+	// TLSDefaults is tlsDefaults: curves and suites of originated TLS;
+	// curves, suites and minimum version of gateway TLS servers.
 	TLSDefaults TLSDefaults
+	// MeshMTLS is meshMTLS: minimum version and suites of the sidecars'
+	// inbound istio mTLS.
+	MeshMTLS TLSDefaults
 
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each

@@ -15,7 +15,8 @@ func TestMeshClone(t *testing.T) {
 		TrustDomainAliases: []string{"old.example"}, JWKSFetchMode: JWKSFetchEnvoy,
 		H2Upgrade: true, TCPKeepalive: &TCPKeepalive{Probes: 3}, DNSRefreshRate: time.Second,
 		LocalityLB:  &LocalityLB{Failover: []LocalityFailover{{From: "a", To: "b"}}, Distribute: []LocalityDistribute{{From: "a/*", To: []LocalityWeight{{"b/*", 100}}}}},
-		TLSDefaults: TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}}}
+		TLSDefaults: TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}},
+		MeshMTLS:    TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true}}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -36,7 +37,9 @@ func TestMeshClone(t *testing.T) {
 	c.LocalityLB.Failover[0].To = "c"
 	c.LocalityLB.Distribute[0].To[0].Weight = 1
 	c.TLSDefaults.EcdhCurves[0] = "X25519"
-	if m.TCPKeepalive.Probes != 3 || m.LocalityLB.Failover[0].To != "b" || m.LocalityLB.Distribute[0].To[0].Weight != 100 || m.TLSDefaults.EcdhCurves[0] != "P-256" {
+	c.MeshMTLS.CipherSuites[0] = "x"
+	if m.TCPKeepalive.Probes != 3 || m.LocalityLB.Failover[0].To != "b" || m.LocalityLB.Distribute[0].To[0].Weight != 100 ||
+		m.TLSDefaults.EcdhCurves[0] != "P-256" || m.MeshMTLS.CipherSuites[0] != "ECDHE-RSA-AES256-GCM-SHA384" {
 		t.Fatal("Clone shares a setting with the mesh it came from")
 	}
 	c.OutboundAllowAny = false

@@ -70,10 +70,14 @@ func applyClusterMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) error {
 		return err
 	}
 
-	if m.TLSDefaults, err = meshTLSDefaults(cfg.GetTlsDefaults()); err != nil {
+	if m.TLSDefaults, err = meshTLS("tlsDefaults", cfg.GetTlsDefaults()); err != nil {
 		return err
 	}
-	if err := checkMeshMTLS(cfg.GetMeshMTLS()); err != nil {
+	// istiod refuses curves in meshMTLS (ValidateMeshTLSConfig).
+	if cfg.GetMeshMTLS().GetEcdhCurves() != nil {
+		return fmt.Errorf("%w: meshMTLS.ecdhCurves: mesh mTLS does not take ECDH curves", ErrBadMeshSetting)
+	}
+	if m.MeshMTLS, err = meshTLS("meshMTLS", cfg.GetMeshMTLS()); err != nil {
 		return err
 	}
 
@@ -238,24 +242,27 @@ func localityCovers(a, b string) bool {
 	return len(pa) == len(pb) || len(pa) < len(pb)
 }
 
-// meshTLSDefaults is tlsDefaults' curves and suites (for TLS a
-// DestinationRule originates). Its minProtocolVersion applies to gateway
-// and Sidecar servers, which pilotfish does not change yet: anything but
-// TLS_AUTO is refused.
-func meshTLSDefaults(t *meshv1alpha1.MeshConfig_TLSConfig) (encode.TLSDefaults, error) {
-	if t == nil {
-		return encode.TLSDefaults{}, nil
-	}
-	if v := t.GetMinProtocolVersion(); v != meshv1alpha1.MeshConfig_TLSConfig_TLS_AUTO {
-		return encode.TLSDefaults{}, fmt.Errorf("%w: tlsDefaults.minProtocolVersion %s (server TLS versions from the mesh config are not implemented)", ErrUnsupportedMeshSetting, v)
-	}
-	if err := checkTLSNames("tlsDefaults.ecdhCurves", t.GetEcdhCurves()); err != nil {
-		return encode.TLSDefaults{}, err
-	}
-	if err := checkTLSNames("tlsDefaults.cipherSuites", t.GetCipherSuites()); err != nil {
-		return encode.TLSDefaults{}, err
-	}
+// meshTLS is a TLSConfig (tlsDefaults, meshMTLS) as encode holds it.
+func meshTLS(field string, t *meshv1alpha1.MeshConfig_TLSConfig) (encode.TLSDefaults, error) {
 	var out encode.TLSDefaults
+	if t == nil {
+		return out, nil
+	}
+	switch v := t.GetMinProtocolVersion(); v {
+	case meshv1alpha1.MeshConfig_TLSConfig_TLS_AUTO:
+	case meshv1alpha1.MeshConfig_TLSConfig_TLSV1_2:
+		out.MinTLS12 = true
+	case meshv1alpha1.MeshConfig_TLSConfig_TLSV1_3:
+		out.MinTLS13 = true
+	default:
+		return out, fmt.Errorf("%w: %s.minProtocolVersion %d: want TLS_AUTO, TLSV1_2 or TLSV1_3", ErrBadMeshSetting, field, v)
+	}
+	if err := checkTLSNames(field+".ecdhCurves", t.GetEcdhCurves()); err != nil {
+		return out, err
+	}
+	if err := checkTLSNames(field+".cipherSuites", t.GetCipherSuites()); err != nil {
+		return out, err
+	}
 	if len(t.GetEcdhCurves()) > 0 {
 		out.EcdhCurves = slices.Clone(t.GetEcdhCurves())
 	}
@@ -271,22 +278,6 @@ func checkTLSNames(field string, names []string) error {
 		if strings.TrimSpace(n) == "" {
 			return fmt.Errorf("%w: %s[%d] is empty", ErrBadMeshSetting, field, i)
 		}
-	}
-	return nil
-}
-
-// checkMeshMTLS: meshMTLS sets istio mTLS servers' minimum version and
-// suites. istiod refuses ecdhCurves there; pilotfish does not implement
-// the rest yet.
-func checkMeshMTLS(t *meshv1alpha1.MeshConfig_TLSConfig) error {
-	if t == nil {
-		return nil
-	}
-	if t.GetEcdhCurves() != nil {
-		return fmt.Errorf("%w: meshMTLS.ecdhCurves: mesh mTLS does not take ECDH curves", ErrBadMeshSetting)
-	}
-	if t.GetMinProtocolVersion() != meshv1alpha1.MeshConfig_TLSConfig_TLS_AUTO || len(t.GetCipherSuites()) > 0 {
-		return fmt.Errorf("%w: meshMTLS (mesh mTLS versions and cipher suites are not implemented)", ErrUnsupportedMeshSetting)
 	}
 	return nil
 }

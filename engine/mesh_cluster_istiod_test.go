@@ -28,14 +28,14 @@ import (
 // compareMeshClusterCase compares the CDS and EDS resources whose name
 // contains hostPart; a difference containing a key of known is a
 // documented one (its value says why) and is only logged.
-func compareMeshClusterCase(t *testing.T, name, hostPart string, known map[string]string) {
+func compareMeshClusterCase(t *testing.T, name, hostPart string, known map[string]string, listeners ...string) {
 	t.Helper()
 	c := loadMeshCase(t, name)
 	mesh, err := meshFromYAML(t, string(c.Mesh))
 	if err != nil {
 		t.Fatalf("%s/mesh.yaml: %v", name, err)
 	}
-	for proxy, diffs := range meshCaseDiffs(t, c, mesh, hostPart) {
+	for proxy, diffs := range meshCaseDiffs(t, c, mesh, hostPart, listeners...) {
 	next:
 		for _, d := range diffs {
 			for pattern, why := range known {
@@ -68,7 +68,7 @@ func loadMeshCase(t *testing.T, name string) *istiodref.Case {
 
 // meshCaseDiffs runs the engine with mesh on the case's config and returns
 // each proxy's differences from istiod on the resources of hostPart.
-func meshCaseDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh, hostPart string) map[string][]string {
+func meshCaseDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh, hostPart string, listeners ...string) map[string][]string {
 	t.Helper()
 	sm := scenario.NewMesh()
 	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
@@ -101,7 +101,22 @@ func meshCaseDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh, hostPart 
 		}
 		slices.Sort(edsNames)
 		ne := compareResources(t, conn, encode.ClusterLoadAssignmentType, edsNames, false, dump.Endpoints, hostPart, &diffs)
-		t.Logf("%s: %d clusters and %d assignments compared, %d differences", p.Name, nc, ne, len(diffs))
+		// Listeners: only their transport sockets (what the mesh's TLS
+		// settings change; the rest is the listener generators' and has
+		// differences of its own).
+		nl := 0
+		for _, l := range listeners {
+			if _, ok := dump.Listeners[l]; ok {
+				var ld []string
+				nl += compareResources(t, conn, encode.ListenerType, nil, true, dump.Listeners, l, &ld)
+				for _, d := range ld {
+					if strings.Contains(d, ".transportSocket") {
+						diffs = append(diffs, d)
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d clusters, %d assignments and %d listeners compared, %d differences", p.Name, nc, ne, nl, len(diffs))
 		conn.Close()
 		cancel()
 		out[p.Name] = diffs
@@ -209,11 +224,15 @@ func TestMeshClusterCaseSeesEveryField(t *testing.T) {
 		{"mesh-cluster-nolocality", ".meshcl3.", map[string]string{
 			"localityLbSetting": ".priority",
 		}},
+		{"mesh-cluster-tls", ".meshtls.", map[string]string{
+			"tlsDefaults": "ecdhCurves",
+			"meshMTLS":    "virtualInbound.filterChains",
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := loadMeshCase(t, tc.name)
 			var all []string
-			for _, diffs := range meshCaseDiffs(t, c, encode.DefaultMesh(), tc.hostPart) {
+			for _, diffs := range meshCaseDiffs(t, c, encode.DefaultMesh(), tc.hostPart, "virtualInbound", "0.0.0.0_443") {
 				all = append(all, diffs...)
 			}
 			joined := strings.Join(all, "\n")
@@ -239,4 +258,13 @@ func TestMeshLocalityDistributeMatchesIstiod(t *testing.T) {
 func TestMeshLocalityDisabledMatchesIstiod(t *testing.T) {
 	compareMeshClusterCase(t, "mesh-cluster-nolocality", ".meshcl3.", nil)
 	compareMeshClusterCase(t, "mesh-cluster-nolocality", "Cluster", nil)
+}
+
+// TestMeshTLSMatchesIstiod: case mesh-cluster-tls (tlsDefaults on gateway
+// servers and originated TLS, meshMTLS on the sidecar's inbound mTLS):
+// clusters, and the listeners virtualInbound and the gateway's 443.
+func TestMeshTLSMatchesIstiod(t *testing.T) {
+	compareMeshClusterCase(t, "mesh-cluster-tls", ".meshtls.", map[string]string{
+		"sdsConfig.initialFetchTimeout": "pilotfish's ADS source of credentialName secrets sets 0s, istiod's none (as in gw-tls-files)",
+	}, "virtualInbound", "0.0.0.0_443")
 }

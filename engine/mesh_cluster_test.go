@@ -52,8 +52,14 @@ func TestApplyClusterMesh(t *testing.T) {
 			m.LocalityLB = &encode.LocalityLB{Distribute: []encode.LocalityDistribute{{From: "us-east/*",
 				To: []encode.LocalityWeight{{Locality: "us-east/a/*", Weight: 80}, {Locality: "us-east/b/*", Weight: 20}}}}}
 		}},
-		{"tlsDefaults", "tlsDefaults: {ecdhCurves: [P-256], cipherSuites: [ECDHE-ECDSA-AES128-GCM-SHA256]}", func(m *encode.Mesh) {
-			m.TLSDefaults = encode.TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-ECDSA-AES128-GCM-SHA256"}}
+		{"tlsDefaults", "tlsDefaults: {ecdhCurves: [P-256], cipherSuites: [ECDHE-ECDSA-AES128-GCM-SHA256], minProtocolVersion: TLSV1_3}", func(m *encode.Mesh) {
+			m.TLSDefaults = encode.TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-ECDSA-AES128-GCM-SHA256"}, MinTLS13: true}
+		}},
+		{"tlsDefaults TLS 1.2", "tlsDefaults: {minProtocolVersion: TLSV1_2}", func(m *encode.Mesh) {
+			m.TLSDefaults = encode.TLSDefaults{MinTLS12: true}
+		}},
+		{"meshMTLS", "meshMTLS: {minProtocolVersion: TLSV1_3, cipherSuites: [ECDHE-RSA-AES256-GCM-SHA384]}", func(m *encode.Mesh) {
+			m.MeshMTLS = encode.TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true}
 		}},
 		{"serviceSettings", "serviceSettings: [{settings: {clusterLocal: true}, hosts: ['*.shop.svc.cluster.local', 'a.b']}]", func(*encode.Mesh) {}},
 	}
@@ -96,10 +102,10 @@ func TestApplyClusterMeshRefuses(t *testing.T) {
 		{"localityLbSetting: {distribute: [{from: a, to: {b: 100}}], failover: [{from: a, to: b}]}", "localityLbSetting", ErrBadMeshSetting},
 		{"localityLbSetting: {failoverPriority: [topology.kubernetes.io/zone]}", "localityLbSetting.failoverPriority", ErrUnsupportedMeshSetting},
 		{"zoneAwareLbSetting: {}", "zoneAwareLbSetting", ErrUnsupportedMeshSetting},
-		{"tlsDefaults: {minProtocolVersion: TLSV1_3}", "tlsDefaults.minProtocolVersion", ErrUnsupportedMeshSetting},
+		{"tlsDefaults: {minProtocolVersion: 9}", "tlsDefaults.minProtocolVersion", ErrBadMeshSetting},
 		{"tlsDefaults: {cipherSuites: ['']}", "tlsDefaults.cipherSuites[0]", ErrBadMeshSetting},
 		{"meshMTLS: {ecdhCurves: [P-256]}", "meshMTLS.ecdhCurves", ErrBadMeshSetting},
-		{"meshMTLS: {minProtocolVersion: TLSV1_3}", "meshMTLS", ErrUnsupportedMeshSetting},
+		{"meshMTLS: {cipherSuites: [' ']}", "meshMTLS.cipherSuites[0]", ErrBadMeshSetting},
 		{"serviceSettings: [{hosts: ['a..b']}]", "serviceSettings[0].hosts[0]", ErrBadMeshSetting},
 		{"serviceSettings: [{hosts: ['a.*.b']}]", "serviceSettings[0].hosts[0]", ErrBadMeshSetting},
 		{"inboundClusterStatName: '%SERVICE%'", "inboundClusterStatName", ErrUnsupportedMeshSetting},

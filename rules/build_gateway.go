@@ -247,6 +247,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			Servers:      p.servers,
 			Authz:        sec.authz,
 			RequestAuthn: sec.ra,
+			TLSDefaults:  mesh.TLSDefaults,
 		}
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
