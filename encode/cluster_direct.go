@@ -21,14 +21,15 @@ import (
 
 // Cluster field numbers the direct encoder writes.
 const (
-	cdName                   protowire.Number = 1
-	cdType                   protowire.Number = 2
-	cdEdsClusterConfig       protowire.Number = 3
-	cdConnectTimeout         protowire.Number = 4
-	cdLbPolicy               protowire.Number = 6
-	cdMetadata               protowire.Number = 25
-	cdAltStatName            protowire.Number = 28
-	cdTransportSocketMatches protowire.Number = 43
+	cdName                      protowire.Number = 1
+	cdType                      protowire.Number = 2
+	cdEdsClusterConfig          protowire.Number = 3
+	cdConnectTimeout            protowire.Number = 4
+	cdLbPolicy                  protowire.Number = 6
+	cdMetadata                  protowire.Number = 25
+	cdAltStatName               protowire.Number = 28
+	cdUpstreamConnectionOptions protowire.Number = 30
+	cdTransportSocketMatches    protowire.Number = 43
 
 	// Cluster.EdsClusterConfig{eds_config: 1, service_name: 2}
 	cdEdsConfig      protowire.Number = 1
@@ -134,8 +135,7 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 	dst = append(dst, name...)
 	dst = append(dst, ';')
 	if ka := k.Mesh.keepalive(); ka != nil {
-		// meshConfig.tcpKeepalive: rare enough to marshal per cluster.
-		dst = append(dst, cdFieldBytes(&clusterv3.Cluster{UpstreamConnectionOptions: clKeepalive(ka, nil)})...)
+		dst = cdAppendKeepalive(dst, ka)
 	}
 
 	// Upstream protocol options, as setUpstreamProtocol picks them (and
@@ -151,6 +151,52 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 	dst = append(dst, cdFiltersBytes...)
 	dst = cdAppendAutoMTLS(dst, k, host, h2)
 	return name, cdCloseLen2(dst, body)
+}
+
+// cdAppendKeepalive writes upstream_connection_options as clKeepalive
+// builds it for the mesh's tcpKeepalive alone: tcp_keepalive {probes 1,
+// time 2, interval 3}, each a UInt32Value whose value 0 encodes empty.
+func cdAppendKeepalive(dst []byte, ka *TCPKeepalive) []byte {
+	wrapped := func(n protowire.Number, v uint32) int {
+		inner := 0
+		if v != 0 {
+			inner = 1 + protowire.SizeVarint(uint64(v))
+		}
+		return protowire.SizeTag(n) + protowire.SizeVarint(uint64(inner)) + inner
+	}
+	appendWrapped := func(dst []byte, n protowire.Number, v uint32) []byte {
+		dst = protowire.AppendTag(dst, n, protowire.BytesType)
+		if v == 0 {
+			return append(dst, 0)
+		}
+		dst = protowire.AppendVarint(dst, uint64(1+protowire.SizeVarint(uint64(v))))
+		dst = protowire.AppendTag(dst, 1, protowire.VarintType)
+		return protowire.AppendVarint(dst, uint64(v))
+	}
+	tk := 0
+	if ka.Probes > 0 {
+		tk += wrapped(1, ka.Probes)
+	}
+	if ka.HasTime {
+		tk += wrapped(2, ka.Time)
+	}
+	if ka.HasInterval {
+		tk += wrapped(3, ka.Interval)
+	}
+	dst = protowire.AppendTag(dst, cdUpstreamConnectionOptions, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(protowire.SizeTag(1)+protowire.SizeVarint(uint64(tk))+tk))
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType) // UpstreamConnectionOptions.tcp_keepalive
+	dst = protowire.AppendVarint(dst, uint64(tk))
+	if ka.Probes > 0 {
+		dst = appendWrapped(dst, 1, ka.Probes)
+	}
+	if ka.HasTime {
+		dst = appendWrapped(dst, 2, ka.Time)
+	}
+	if ka.HasInterval {
+		dst = appendWrapped(dst, 3, ka.Interval)
+	}
+	return dst
 }
 
 // cdKeepaliveReserve is room for upstream_connection_options (tcpKeepalive).

@@ -63,6 +63,14 @@ func directClusterKeys(t *testing.T) (index.Names, []*encode.ClusterKey) {
 		m.TCPKeepalive = &encode.TCPKeepalive{HasInterval: true}
 		m.EnableAutoMTLS = false
 		return m
+	}(), func() *encode.Mesh {
+		m := encode.DefaultMesh()
+		m.TCPKeepalive = &encode.TCPKeepalive{Probes: 300, Interval: 1 << 31, HasInterval: true}
+		return m
+	}(), func() *encode.Mesh {
+		m := encode.DefaultMesh()
+		m.TCPKeepalive = &encode.TCPKeepalive{}
+		return m
 	}(), nil}
 	var keys []*encode.ClusterKey
 	for _, svc := range []index.ServiceKey{se, seLong, external, kube, headlessRouter} {
@@ -143,5 +151,34 @@ func TestClusterDirectScope(t *testing.T) {
 		if encode.ClusterDirect(&k) {
 			t.Errorf("%s: encoded directly", name)
 		}
+	}
+}
+
+// BenchmarkAppendClusterMesh: the direct encoding of an HTTP cluster with
+// istiod's default mesh, and with a mesh that upgrades to HTTP/2 and sets
+// tcpKeepalive (whose upstream_connection_options is marshaled per
+// cluster).
+func BenchmarkAppendClusterMesh(b *testing.B) {
+	f := newFixture(b)
+	svc := meshSvc(f)
+	f.apply()
+	custom := encode.DefaultMesh()
+	custom.H2Upgrade = true
+	custom.TCPKeepalive = &encode.TCPKeepalive{Probes: 4, Time: 600, HasTime: true}
+	for _, m := range []struct {
+		name string
+		mesh *encode.Mesh
+	}{{"default", encode.DefaultMesh()}, {"h2-keepalive", custom}} {
+		b.Run(m.name, func(b *testing.B) {
+			k := f.clusterKey(svc)
+			k.Mesh = m.mesh
+			if !encode.ClusterDirect(k) {
+				b.Fatal("not encoded directly")
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				encode.AppendCluster(nil, f.names(), k)
+			}
+		})
 	}
 }
