@@ -299,7 +299,10 @@ func clOutbound(k clIn) *clusterv3.Cluster {
 	if k.Subset != "" {
 		subset = clFindSubset(dr, k.Subset)
 	}
-	policy := clResolvePolicy(dr, k.Port.Number, subset)
+	policy := clResolvePolicy(dr, k.Port.Number, subset, k.Mesh.defaultPolicy())
+	// istiod's endpoint builder reads the rule alone (not the mesh's
+	// default policy) for which endpoints a DNS cluster lists.
+	drPolicy := clResolvePolicy(dr, k.Port.Number, subset, nil)
 
 	typ := clDiscoveryType(k.ProxyType, k.Service)
 	if subset != nil && subset.GetTrafficPolicy().GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH {
@@ -324,7 +327,7 @@ func clOutbound(k clIn) *clusterv3.Cluster {
 		c.RespectDnsTtl = true                                     //nolint:staticcheck // istiod still sets it
 		c.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: name,
-			Endpoints:   clDNSEndpoints(k, policy),
+			Endpoints:   clDNSEndpoints(k, drPolicy),
 		}
 	case clusterv3.Cluster_ORIGINAL_DST:
 		// Kubernetes headless services whose targetPort differs from the
@@ -442,11 +445,12 @@ func clInbound(k clIn) *clusterv3.Cluster {
 	}
 	var policy clPolicy
 	if dr := clDestinationRule(k.DestinationRule); dr != nil && dr.TrafficPolicy != nil {
-		policy = clResolvePolicy(dr, k.Port.Number, nil)
+		policy = clResolvePolicy(dr, k.Port.Number, nil, nil)
 		if c.Metadata != nil {
 			clAddConfigMetadata(c, k)
 		}
 	}
+	policy = policy.withMeshDefault(k.Mesh.defaultPolicy())
 	s.applyTrafficPolicy(policy, false, "")
 	c.UpstreamBindConfig = &corev3.BindConfig{SourceAddress: clInboundBind(k.IPv6)}
 	return s.finish()
@@ -484,6 +488,12 @@ func clPassthrough(k clIn) *clusterv3.Cluster {
 		},
 		Filters:                   []*clusterv3.Filter{clMXFilter},
 		UpstreamConnectionOptions: clKeepalive(k.Mesh.keepalive(), nil),
+	}
+	if def := k.Mesh.defaultPolicy(); def.GetConnectionPool() != nil {
+		// The mesh's default connection pool caps passthrough egress. istiod
+		// applies it to a wrapper it never builds: only the cluster's own
+		// fields (timeout, breakers, keepalive) take it, not HTTP options.
+		(&clState{k: k, c: c}).applyConnectionPool(def.GetConnectionPool(), nil)
 	}
 	return c
 }
@@ -611,7 +621,7 @@ func ClusterSkipped(n index.Names, k *ClusterKey) bool {
 			return false
 		}
 	}
-	p := clResolvePolicy(dr, k.Port.Number, subset)
+	p := clResolvePolicy(dr, k.Port.Number, subset, nil)
 	if p.loadBalancer.GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH {
 		return false
 	}
@@ -656,7 +666,7 @@ func (k *ClusterKey) UsesLocality() bool {
 	if k.Subset != "" {
 		subset = clFindSubset(dr, k.Subset)
 	}
-	p := clResolvePolicy(dr, k.Port.Number, subset)
+	p := clResolvePolicy(dr, k.Port.Number, subset, k.Mesh.defaultPolicy())
 	setting, ok := epEffectiveLocalityLB(p.loadBalancer, k.Mesh.localityLB())
 	return ok && (p.outlierDetection != nil || setting.GetDistribute() != nil)
 }

@@ -78,14 +78,16 @@ func cdProtocolOptionsBytes(set func(*clState)) []byte {
 // ClusterDirect reports whether [AppendCluster] encodes the cluster k
 // describes directly: an outbound EDS cluster of a sidecar or router with
 // no DestinationRule (nor ServiceEntry subjectAltNames), in a mesh whose
-// localityLbSetting distributes nothing (a distribution changes every
-// cluster's load balancing config). It allocates nothing.
+// localityLbSetting distributes nothing and which sets no
+// defaultTrafficPolicy (either changes every cluster). It allocates
+// nothing.
 func ClusterDirect(k *ClusterKey) bool {
 	return k.Role == ClusterOutbound && k.DestinationRule == nil && k.Subset == "" && k.Service != nil &&
 		len(k.Service.SubjectAltNames) == 0 &&
 		(k.ProxyType == ProxySidecar || k.ProxyType == ProxyRouter) &&
 		clDiscoveryType(k.ProxyType, k.Service) == clusterv3.Cluster_EDS &&
-		(k.Mesh.localityLB() == nil || len(k.Mesh.LocalityLB.Distribute) == 0)
+		(k.Mesh.localityLB() == nil || len(k.Mesh.LocalityLB.Distribute) == 0) &&
+		(k.Mesh == nil || k.Mesh.DefaultTrafficPolicy == "")
 }
 
 // AppendCluster is the direct encoding of a cluster [ClusterDirect]

@@ -144,6 +144,14 @@ func TestClusterDirectScope(t *testing.T) {
 		"grpc":             func(k *encode.ClusterKey) { k.ProxyType = encode.ProxyGRPC },
 		"inbound":          func(k *encode.ClusterKey) { k.Role = encode.ClusterInbound },
 		"sni-dnat":         func(k *encode.ClusterKey) { k.Role = encode.ClusterSNIDNAT },
+		"mesh default traffic policy": func(k *encode.ClusterKey) {
+			k.Mesh = encode.DefaultMesh()
+			k.Mesh.DefaultTrafficPolicy = "\x1a\x00" // outlierDetection {}
+		},
+		"mesh locality distribution": func(k *encode.ClusterKey) {
+			k.Mesh = encode.DefaultMesh()
+			k.Mesh.LocalityLB = &encode.LocalityLB{Distribute: []encode.LocalityDistribute{{From: "a", To: []encode.LocalityWeight{{Locality: "a", Weight: 100}}}}}
+		},
 	}
 	for name, change := range cases {
 		k := *base

@@ -60,9 +60,22 @@ func clPortPolicy(tp *networking.TrafficPolicy, port uint32) (clPolicy, bool, bo
 }
 
 // clResolvePolicy returns the effective policy of the port's cluster for
-// subset (nil: the default cluster).
-func clResolvePolicy(dr *networking.DestinationRule, port uint32, subset *networking.Subset) clPolicy {
+// subset (nil: the default cluster). def is meshConfig.defaultTrafficPolicy
+// (nil: none, or where istiod does not apply it: EDS, proxyless gRPC): its
+// connection pool and outlier detection fill those the rule's top-level or
+// port-level policy leaves unset, under the subset's (istiod's
+// applyDefaultTrafficPolicy between GetPortLevelTrafficPolicy and
+// MergeSubsetTrafficPolicy).
+func clResolvePolicy(dr *networking.DestinationRule, port uint32, subset *networking.Subset, def *networking.TrafficPolicy) clPolicy {
 	top, hasTop, _ := clPortPolicy(dr.GetTrafficPolicy(), port)
+	if def != nil {
+		if def.ConnectionPool != nil && top.connectionPool == nil {
+			top.connectionPool, hasTop = def.ConnectionPool, true
+		}
+		if def.OutlierDetection != nil && top.outlierDetection == nil {
+			top.outlierDetection, hasTop = def.OutlierDetection, true
+		}
+	}
 	if subset == nil || subset.TrafficPolicy == nil {
 		return top
 	}

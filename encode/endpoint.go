@@ -429,7 +429,7 @@ func (k *EndpointsKey) ApplyDestinationRule(dr *index.Config, proxyLocality stri
 	if k.Subset != "" {
 		subset = clFindSubset(spec, k.Subset)
 	}
-	p := clResolvePolicy(spec, k.Port.Number, subset)
+	p := clResolvePolicy(spec, k.Port.Number, subset, nil) // istiod's EDS reads the rule alone
 	if mode, ok := epTLSMode(spec, k.Port.Number, subset); ok {
 		k.MTLSDisabled = mode != networking.ClientTLSSettings_ISTIO_MUTUAL
 	} else {

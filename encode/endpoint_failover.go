@@ -67,7 +67,7 @@ func (k *EndpointsKey) loadBalancer() *networking.LoadBalancerSettings {
 	if k.Subset != "" {
 		subset = clFindSubset(dr, k.Subset)
 	}
-	return clResolvePolicy(dr, k.Port.Number, subset).loadBalancer
+	return clResolvePolicy(dr, k.Port.Number, subset, nil).loadBalancer
 }
 
 // epFailover is a failoverPriority list resolved against the proxy's

@@ -1,9 +1,11 @@
 package encode
 
 import (
+	"sync/atomic"
 	"time"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 )
@@ -224,6 +226,7 @@ func (m *Mesh) cloneClusterFields(c *Mesh) {
 	}
 	c.TLSDefaults = m.TLSDefaults.clone()
 	c.MeshMTLS = m.MeshMTLS.clone()
+	c.DefaultTrafficPolicy = m.DefaultTrafficPolicy
 }
 
 // hashClusterFields feeds the cluster and endpoint fields of m.
@@ -234,4 +237,59 @@ func (m *Mesh) hashClusterFields(h *Hasher) {
 	m.LocalityLB.hashInto(h)
 	m.TLSDefaults.hashInto(h)
 	m.MeshMTLS.hashInto(h)
+	h.Str(m.DefaultTrafficPolicy)
+}
+
+// mpDecoded is the last Mesh.DefaultTrafficPolicy decoded: one mesh is in
+// force at a time, so every cluster of a push finds it here and decoding
+// happens once per mesh (a swap may decode twice; nothing else grows).
+var mpDecoded atomic.Pointer[mpEntry]
+
+type mpEntry struct {
+	enc string
+	tp  *networking.TrafficPolicy
+}
+
+// defaultPolicy is meshConfig.defaultTrafficPolicy as istiod's type (nil:
+// none). It allocates only when it decodes.
+func (m *Mesh) defaultPolicy() *networking.TrafficPolicy {
+	if m == nil || m.DefaultTrafficPolicy == "" {
+		return nil
+	}
+	if e := mpDecoded.Load(); e != nil && e.enc == m.DefaultTrafficPolicy {
+		return e.tp
+	}
+	tp := &networking.TrafficPolicy{}
+	if err := proto.Unmarshal([]byte(m.DefaultTrafficPolicy), tp); err != nil {
+		panic("encode: Mesh.DefaultTrafficPolicy is not an encoded TrafficPolicy: " + err.Error())
+	}
+	mpDecoded.Store(&mpEntry{enc: m.DefaultTrafficPolicy, tp: tp})
+	return tp
+}
+
+// EncodeDefaultTrafficPolicy is Mesh.DefaultTrafficPolicy for a mesh
+// config's defaultTrafficPolicy (connectionPool, outlierDetection): their
+// deterministic encoding, a value a key can hold; "" for none.
+func EncodeDefaultTrafficPolicy(cp *networking.ConnectionPoolSettings, od *networking.OutlierDetection) (string, error) {
+	if cp == nil && od == nil {
+		return "", nil
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&networking.TrafficPolicy{ConnectionPool: cp, OutlierDetection: od})
+	return string(b), err
+}
+
+// withMeshDefault is istiod's applyDefaultTrafficPolicy on a resolved
+// policy: the mesh's connection pool and outlier detection where p has
+// none.
+func (p clPolicy) withMeshDefault(def *networking.TrafficPolicy) clPolicy {
+	if def == nil {
+		return p
+	}
+	if p.connectionPool == nil {
+		p.connectionPool = def.ConnectionPool
+	}
+	if p.outlierDetection == nil {
+		p.outlierDetection = def.OutlierDetection
+	}
+	return p
 }

@@ -144,6 +144,10 @@ type Mesh struct {
 	// MeshMTLS is meshMTLS: minimum version and suites of the sidecars'
 	// inbound istio mTLS.
 	MeshMTLS TLSDefaults
+	// DefaultTrafficPolicy is defaultTrafficPolicy (connectionPool and
+	// outlierDetection) encoded by EncodeDefaultTrafficPolicy ("" none):
+	// the baseline under every DestinationRule's, no rule included.
+	DefaultTrafficPolicy string
 
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each

@@ -90,8 +90,92 @@ func applyClusterMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) error {
 	if cfg.GetOutboundClusterStatName() != "" {
 		return fmt.Errorf("%w: outboundClusterStatName %q (custom cluster stat names are not implemented)", ErrUnsupportedMeshSetting, cfg.GetOutboundClusterStatName())
 	}
-	if cfg.GetDefaultTrafficPolicy() != nil {
-		return fmt.Errorf("%w: defaultTrafficPolicy (a mesh-wide connection pool and outlier detection are not implemented)", ErrUnsupportedMeshSetting)
+	if err := checkDefaultTrafficPolicy(cfg.GetDefaultTrafficPolicy()); err != nil {
+		return err
+	}
+	dtp := cfg.GetDefaultTrafficPolicy()
+	if m.DefaultTrafficPolicy, err = encode.EncodeDefaultTrafficPolicy(dtp.GetConnectionPool(), dtp.GetOutlierDetection()); err != nil {
+		return fmt.Errorf("%w: defaultTrafficPolicy: %v", ErrBadMeshSetting, err)
+	}
+	return nil
+}
+
+// checkDefaultTrafficPolicy is istiod's
+// validateMeshConfigDefaultTrafficPolicy: the checks of a DestinationRule's
+// connection pool and outlier detection.
+func checkDefaultTrafficPolicy(d *meshv1alpha1.MeshConfig_DefaultTrafficPolicy) error {
+	bad := func(field, why string) error {
+		return fmt.Errorf("%w: defaultTrafficPolicy.%s: %s", ErrBadMeshSetting, field, why)
+	}
+	dur := func(field string, v *durationpb.Duration) error {
+		if v == nil {
+			return nil
+		}
+		if x := v.AsDuration(); !v.IsValid() || x < time.Millisecond || x%time.Millisecond != 0 {
+			return bad(field, fmt.Sprintf("%v: want whole milliseconds, at least 1ms", x))
+		}
+		return nil
+	}
+	if cp := d.GetConnectionPool(); cp != nil {
+		if cp.GetHttp() == nil && cp.GetTcp() == nil {
+			return bad("connectionPool", "set http or tcp")
+		}
+		if h := cp.GetHttp(); h != nil {
+			for _, f := range []struct {
+				name string
+				v    int32
+			}{{"http1MaxPendingRequests", h.GetHttp1MaxPendingRequests()}, {"http2MaxRequests", h.GetHttp2MaxRequests()},
+				{"maxRequestsPerConnection", h.GetMaxRequestsPerConnection()}, {"maxRetries", h.GetMaxRetries()}, {"maxConcurrentStreams", h.GetMaxConcurrentStreams()}} {
+				if f.v < 0 {
+					return bad("connectionPool.http."+f.name, fmt.Sprintf("%d is negative", f.v))
+				}
+			}
+			if err := dur("connectionPool.http.idleTimeout", h.GetIdleTimeout()); err != nil {
+				return err
+			}
+			if h.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE && h.GetUseClientProtocol() {
+				return bad("connectionPool.http", "useClientProtocol and h2UpgradePolicy UPGRADE contradict each other")
+			}
+		}
+		if t := cp.GetTcp(); t != nil {
+			if t.GetMaxConnections() < 0 {
+				return bad("connectionPool.tcp.maxConnections", fmt.Sprintf("%d is negative", t.GetMaxConnections()))
+			}
+			for _, f := range []struct {
+				name string
+				v    *durationpb.Duration
+			}{{"connectTimeout", t.GetConnectTimeout()}, {"maxConnectionDuration", t.GetMaxConnectionDuration()},
+				{"tcpKeepalive.time", t.GetTcpKeepalive().GetTime()}, {"tcpKeepalive.interval", t.GetTcpKeepalive().GetInterval()}} {
+				if err := dur("connectionPool.tcp."+f.name, f.v); err != nil {
+					return err
+				}
+			}
+			// 0s disables the idle timeout.
+			if it := t.GetIdleTimeout(); it != nil && it.AsDuration().Milliseconds() != 0 {
+				if err := dur("connectionPool.tcp.idleTimeout", it); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if od := d.GetOutlierDetection(); od != nil {
+		if err := dur("outlierDetection.baseEjectionTime", od.GetBaseEjectionTime()); err != nil {
+			return err
+		}
+		if err := dur("outlierDetection.interval", od.GetInterval()); err != nil {
+			return err
+		}
+		if !od.GetSplitExternalLocalOriginErrors() && od.GetConsecutiveLocalOriginFailures().GetValue() > 0 {
+			return bad("outlierDetection.consecutiveLocalOriginFailures", "set without splitExternalLocalOriginErrors")
+		}
+		for _, f := range []struct {
+			name string
+			v    int32
+		}{{"maxEjectionPercent", od.GetMaxEjectionPercent()}, {"minHealthPercent", od.GetMinHealthPercent()}} {
+			if f.v < 0 || f.v > 100 {
+				return bad("outlierDetection."+f.name, fmt.Sprintf("%d: want 0 to 100", f.v))
+			}
+		}
 	}
 	return nil
 }

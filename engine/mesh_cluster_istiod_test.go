@@ -206,10 +206,11 @@ func TestMeshClusterSettingsMatchIstiod(t *testing.T) {
 // from istiod's on each field the case's mesh.yaml sets.
 func TestMeshClusterCaseSeesEveryField(t *testing.T) {
 	for _, tc := range []struct {
-		name, hostPart string
-		paths          map[string]string // field: a path of the differences it makes
+		name  string
+		parts []string          // compared: the resources whose names contain one
+		paths map[string]string // field: a path of the differences it makes
 	}{
-		{"mesh-cluster", ".meshcl.", map[string]string{
+		{"mesh-cluster", []string{".meshcl."}, map[string]string{
 			"connectTimeout":    ".connectTimeout",
 			"h2UpgradePolicy":   "http2ProtocolOptions",
 			"tcpKeepalive":      ".upstreamConnectionOptions",
@@ -217,14 +218,20 @@ func TestMeshClusterCaseSeesEveryField(t *testing.T) {
 			"localityLbSetting": ".priority",
 			"tlsDefaults":       ".ecdhCurves",
 		}},
-		{"mesh-cluster-distribute", ".meshcl2.", map[string]string{
+		{"mesh-cluster-distribute", []string{".meshcl2."}, map[string]string{
 			"enableAutoMtls":    ".transportSocketMatches",
 			"localityLbSetting": ".loadBalancingWeight",
 		}},
-		{"mesh-cluster-nolocality", ".meshcl3.", map[string]string{
+		{"mesh-cluster-nolocality", []string{".meshcl3."}, map[string]string{
 			"localityLbSetting": ".priority",
 		}},
-		{"mesh-cluster-tls", ".meshtls.", map[string]string{
+		{"mesh-cluster-defaultpolicy", []string{".meshcl4.", "Cluster", "inbound|"}, map[string]string{
+			"defaultTrafficPolicy.connectionPool":   ".circuitBreakers",
+			"defaultTrafficPolicy.outlierDetection": ".outlierDetection",
+			"inbound connection pool":               "inbound|8080||.circuitBreakers",
+			"passthrough connection pool":           "PassthroughCluster.circuitBreakers",
+		}},
+		{"mesh-cluster-tls", []string{".meshtls."}, map[string]string{
 			"tlsDefaults": "ecdhCurves",
 			"meshMTLS":    "virtualInbound.filterChains",
 		}},
@@ -232,8 +239,10 @@ func TestMeshClusterCaseSeesEveryField(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := loadMeshCase(t, tc.name)
 			var all []string
-			for _, diffs := range meshCaseDiffs(t, c, encode.DefaultMesh(), tc.hostPart, "virtualInbound", "0.0.0.0_443") {
-				all = append(all, diffs...)
+			for _, part := range tc.parts {
+				for _, diffs := range meshCaseDiffs(t, c, encode.DefaultMesh(), part, "virtualInbound", "0.0.0.0_443") {
+					all = append(all, diffs...)
+				}
 			}
 			joined := strings.Join(all, "\n")
 			for field, path := range tc.paths {
@@ -267,4 +276,15 @@ func TestMeshTLSMatchesIstiod(t *testing.T) {
 	compareMeshClusterCase(t, "mesh-cluster-tls", ".meshtls.", map[string]string{
 		"sdsConfig.initialFetchTimeout": "pilotfish's ADS source of credentialName secrets sets 0s, istiod's none (as in gw-tls-files)",
 	}, "virtualInbound", "0.0.0.0_443")
+}
+
+// TestMeshDefaultTrafficPolicyMatchesIstiod: case
+// mesh-cluster-defaultpolicy (defaultTrafficPolicy under rules, subsets,
+// inbound and passthrough clusters, DNS and EDS localities).
+func TestMeshDefaultTrafficPolicyMatchesIstiod(t *testing.T) {
+	compareMeshClusterCase(t, "mesh-cluster-defaultpolicy", ".meshcl4.", map[string]string{
+		"web.meshcl4.svc.cluster.local.endpoints[0].locality": "istiod reads a pod's locality from its label topology.istio.io/locality; pilotfish's Kubernetes source does not (not a mesh config matter)",
+	})
+	compareMeshClusterCase(t, "mesh-cluster-defaultpolicy", "Cluster", nil)
+	compareMeshClusterCase(t, "mesh-cluster-defaultpolicy", "inbound|", nil)
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/inject"
 )
@@ -61,6 +64,11 @@ func TestApplyClusterMesh(t *testing.T) {
 		{"meshMTLS", "meshMTLS: {minProtocolVersion: TLSV1_3, cipherSuites: [ECDHE-RSA-AES256-GCM-SHA384]}", func(m *encode.Mesh) {
 			m.MeshMTLS = encode.TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true}
 		}},
+		{"defaultTrafficPolicy", "defaultTrafficPolicy: {connectionPool: {tcp: {maxConnections: 10}}, outlierDetection: {consecutive5xxErrors: 5}}", func(m *encode.Mesh) {
+			m.DefaultTrafficPolicy, _ = encode.EncodeDefaultTrafficPolicy(
+				&networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 10}},
+				&networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(5)})
+		}},
 		{"serviceSettings", "serviceSettings: [{settings: {clusterLocal: true}, hosts: ['*.shop.svc.cluster.local', 'a.b']}]", func(*encode.Mesh) {}},
 	}
 	for _, tc := range cases {
@@ -110,7 +118,12 @@ func TestApplyClusterMeshRefuses(t *testing.T) {
 		{"serviceSettings: [{hosts: ['a.*.b']}]", "serviceSettings[0].hosts[0]", ErrBadMeshSetting},
 		{"inboundClusterStatName: '%SERVICE%'", "inboundClusterStatName", ErrUnsupportedMeshSetting},
 		{"outboundClusterStatName: '%SERVICE%'", "outboundClusterStatName", ErrUnsupportedMeshSetting},
-		{"defaultTrafficPolicy: {connectionPool: {tcp: {maxConnections: 10}}}", "defaultTrafficPolicy", ErrUnsupportedMeshSetting},
+		{"defaultTrafficPolicy: {connectionPool: {}}", "defaultTrafficPolicy.connectionPool", ErrBadMeshSetting},
+		{"defaultTrafficPolicy: {connectionPool: {tcp: {maxConnections: -1}}}", "defaultTrafficPolicy.connectionPool.tcp.maxConnections", ErrBadMeshSetting},
+		{"defaultTrafficPolicy: {connectionPool: {tcp: {connectTimeout: 0.5ms}}}", "defaultTrafficPolicy.connectionPool.tcp.connectTimeout", ErrBadMeshSetting},
+		{"defaultTrafficPolicy: {connectionPool: {http: {h2UpgradePolicy: UPGRADE, useClientProtocol: true}}}", "defaultTrafficPolicy.connectionPool.http", ErrBadMeshSetting},
+		{"defaultTrafficPolicy: {outlierDetection: {maxEjectionPercent: 101}}", "defaultTrafficPolicy.outlierDetection.maxEjectionPercent", ErrBadMeshSetting},
+		{"defaultTrafficPolicy: {outlierDetection: {consecutiveLocalOriginFailures: 3}}", "defaultTrafficPolicy.outlierDetection.consecutiveLocalOriginFailures", ErrBadMeshSetting},
 	}
 	for _, tc := range cases {
 		t.Run(tc.yaml, func(t *testing.T) {
