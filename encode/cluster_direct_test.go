@@ -71,6 +71,12 @@ func directClusterKeys(t *testing.T) (index.Names, []*encode.ClusterKey) {
 		m := encode.DefaultMesh()
 		m.TCPKeepalive = &encode.TCPKeepalive{}
 		return m
+	}(), func() *encode.Mesh {
+		// Aliases sort around the trust domain ("a" before "cluster.local",
+		// "cluster.local.x" after), one equal to it.
+		m := encode.DefaultMesh()
+		m.TrustDomainAliases = []string{"cluster.local.x", "a", "cluster.local"}
+		return m
 	}(), nil}
 	var keys []*encode.ClusterKey
 	for _, svc := range []index.ServiceKey{se, seLong, external, kube, headlessRouter} {

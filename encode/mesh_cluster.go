@@ -227,6 +227,7 @@ func (m *Mesh) cloneClusterFields(c *Mesh) {
 	c.TLSDefaults = m.TLSDefaults.clone()
 	c.MeshMTLS = m.MeshMTLS.clone()
 	c.DefaultTrafficPolicy = m.DefaultTrafficPolicy
+	c.CATrustDomains = cloneStrs(m.CATrustDomains)
 }
 
 // hashClusterFields feeds the cluster and endpoint fields of m.
@@ -238,6 +239,20 @@ func (m *Mesh) hashClusterFields(h *Hasher) {
 	m.TLSDefaults.hashInto(h)
 	m.MeshMTLS.hashInto(h)
 	h.Str(m.DefaultTrafficPolicy)
+	h.Strs(m.CATrustDomains)
+}
+
+// PeerTrustDomains are the trust domains besides TrustDomain whose
+// identities istio mTLS servers accept: the aliases, then the CA
+// certificates' (VirtualInboundKey.PeerTrustDomains). nil for none.
+func (m *Mesh) PeerTrustDomains() []string {
+	if len(m.TrustDomainAliases) == 0 {
+		return m.CATrustDomains
+	}
+	if len(m.CATrustDomains) == 0 {
+		return m.TrustDomainAliases
+	}
+	return append(append([]string(nil), m.TrustDomainAliases...), m.CATrustDomains...)
 }
 
 // mpDecoded is the last Mesh.DefaultTrafficPolicy decoded: one mesh is in

@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"slices"
 	"testing"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -109,17 +110,25 @@ func TestMeshServerTLS(t *testing.T) {
 		}
 	}
 	ctx := &tlsv3.DownstreamTlsContext{}
-	if err := lsInboundMTLS("td", nil, &TLSDefaults{MinTLS13: true, CipherSuites: []string{"C"}}).GetTypedConfig().UnmarshalTo(ctx); err != nil {
+	if err := lsInboundMTLS("td", nil, nil, &TLSDefaults{MinTLS13: true, CipherSuites: []string{"C"}}).GetTypedConfig().UnmarshalTo(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if p := ctx.GetCommonTlsContext().GetTlsParams(); p.GetTlsMinimumProtocolVersion() != tlsv3.TlsParameters_TLSv1_3 ||
 		len(p.GetCipherSuites()) != 1 || p.GetCipherSuites()[0] != "C" {
 		t.Errorf("istio mTLS with meshMTLS: %v", p)
 	}
-	if err := lsInboundMTLS("td", nil, &TLSDefaults{MinTLS12: true}).GetTypedConfig().UnmarshalTo(ctx); err != nil {
+	if err := lsInboundMTLS("td", []string{"old.td", "td", "", "ca.td", "old.td"}, nil, &TLSDefaults{MinTLS12: true}).GetTypedConfig().UnmarshalTo(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if p := ctx.GetCommonTlsContext().GetTlsParams(); p.GetTlsMinimumProtocolVersion() != tlsv3.TlsParameters_TLSv1_2 || len(p.GetCipherSuites()) != len(lsCipherSuites) {
 		t.Errorf("istio mTLS with TLS 1.2: %v", p)
+	}
+	// Peer trust domains: the mesh's first, each once.
+	var prefixes []string
+	for _, m := range ctx.GetCommonTlsContext().GetCombinedValidationContext().GetDefaultValidationContext().GetMatchSubjectAltNames() {
+		prefixes = append(prefixes, m.GetPrefix())
+	}
+	if want := []string{"spiffe://td/", "spiffe://old.td/", "spiffe://ca.td/"}; !slices.Equal(prefixes, want) {
+		t.Errorf("peer SAN prefixes %q, want %q", prefixes, want)
 	}
 }

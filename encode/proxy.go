@@ -144,6 +144,10 @@ type Mesh struct {
 	// MeshMTLS is meshMTLS: minimum version and suites of the sidecars'
 	// inbound istio mTLS.
 	MeshMTLS TLSDefaults
+	// CATrustDomains are caCertificates' trustDomains: with TrustDomain
+	// and TrustDomainAliases, the trust domains whose identities the
+	// sidecars' istio mTLS accepts (PeerTrustDomains).
+	CATrustDomains []string
 	// DefaultTrafficPolicy is defaultTrafficPolicy (connectionPool and
 	// outlierDetection) encoded by EncodeDefaultTrafficPolicy ("" none):
 	// the baseline under every DestinationRule's, no rule included.

@@ -120,8 +120,32 @@ func (s *clState) spiffeSANs() []string {
 	for _, san := range sans {
 		out = append(out, k.names.String(san))
 	}
+	if k.Mesh != nil && len(k.Mesh.TrustDomainAliases) > 0 {
+		out = clExpandTrustDomains(out, k.Mesh.TrustDomainAliases)
+	}
 	slices.Sort(out) // istiod lists them sorted
 	return slices.Compact(out)
+}
+
+// clExpandTrustDomains is istiod's spiffe.ExpandWithTrustDomains: each
+// SPIFFE identity spiffe://TD/ns/NS/sa/SA also in every alias trust
+// domain (meshConfig.trustDomainAliases); other names as they are.
+func clExpandTrustDomains(ids, aliases []string) []string {
+	n := len(ids)
+	for _, id := range ids[:n] {
+		rest, ok := strings.CutPrefix(id, "spiffe://")
+		if !ok {
+			continue
+		}
+		_, path, ok := strings.Cut(rest, "/")
+		if parts := strings.Split(path, "/"); !ok || len(parts) != 4 || parts[0] != "ns" || parts[2] != "sa" {
+			continue // istiod's ParseIdentity refuses it: not expanded
+		}
+		for _, td := range aliases {
+			ids = append(ids, "spiffe://"+td+"/"+path)
+		}
+	}
+	return ids
 }
 
 // applyUpstreamTLS is istiod's buildUpstreamTLSSettings plus

@@ -81,6 +81,13 @@ func applyClusterMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) error {
 		return err
 	}
 
+	// caCertificates' trust domains join the peers istio mTLS accepts
+	// (istiod's TrustDomainsForValidation); the rest of caCertificates is
+	// the CA's and istio-agent's business.
+	m.CATrustDomains = nil
+	for _, c := range cfg.GetCaCertificates() {
+		m.CATrustDomains = append(m.CATrustDomains, c.GetTrustDomains()...)
+	}
 	if err := checkServiceSettings(cfg.GetServiceSettings()); err != nil {
 		return err
 	}

@@ -232,8 +232,9 @@ func TestMeshClusterCaseSeesEveryField(t *testing.T) {
 			"passthrough connection pool":           "PassthroughCluster.circuitBreakers",
 		}},
 		{"mesh-cluster-tls", []string{".meshtls."}, map[string]string{
-			"tlsDefaults": "ecdhCurves",
-			"meshMTLS":    "virtualInbound.filterChains",
+			"tlsDefaults":            "ecdhCurves",
+			"meshMTLS":               "tlsParams.tlsMinimumProtocolVersion",
+			"trust domains of peers": "matchSubjectAltNames",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,9 @@ func meshFromYAML(t testing.TB, y string) (*encode.Mesh, error) {
 		t.Fatalf("parse: %v", err)
 	}
 	m := encode.DefaultMesh()
+	// What engine.MeshSettings copies besides (trust domain aliases: the
+	// peers istio mTLS accepts).
+	m.TrustDomainAliases = cfg.GetTrustDomainAliases()
 	return m, applyClusterMesh(m, cfg)
 }
 
@@ -68,6 +71,9 @@ func TestApplyClusterMesh(t *testing.T) {
 			m.DefaultTrafficPolicy, _ = encode.EncodeDefaultTrafficPolicy(
 				&networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 10}},
 				&networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(5)})
+		}},
+		{"caCertificates", "caCertificates: [{pem: PEM, trustDomains: [a.example, b.example]}, {spiffeBundleUrl: 'https://b.example/bundle', trustDomains: [c.example]}]", func(m *encode.Mesh) {
+			m.CATrustDomains = []string{"a.example", "b.example", "c.example"}
 		}},
 		{"serviceSettings", "serviceSettings: [{settings: {clusterLocal: true}, hosts: ['*.shop.svc.cluster.local', 'a.b']}]", func(*encode.Mesh) {}},
 	}

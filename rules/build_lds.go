@@ -82,6 +82,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			Authz:                    sec.authz,
 			RequestAuthn:             sec.ra,
 			MeshMTLS:                 mesh.MeshMTLS,
+			PeerTrustDomains:         mesh.PeerTrustDomains(),
 		}
 		setSidecarInbound(sc, sec, k) // a Sidecar's ingress listeners (sidecar_ingress.go)
 		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualInboundGen); err != nil {
