@@ -200,7 +200,7 @@ func Cluster(n index.Names, key *ClusterKey) (string, proto.Message) {
 	return c.Name, c
 }
 
-// clDNSRefreshRate is istiod's default meshConfig.dnsRefreshRate.
+// clDNSRefreshRate is istiod's default meshConfig.dnsRefreshRate (Mesh.DNSRefreshRate 0).
 const clDNSRefreshRate = 60 * time.Second
 
 // clDNSJitter is istiod's PILOT_DNS_JITTER_DURATION default.
@@ -299,7 +299,10 @@ func clOutbound(k clIn) *clusterv3.Cluster {
 	if k.Subset != "" {
 		subset = clFindSubset(dr, k.Subset)
 	}
-	policy := clResolvePolicy(dr, k.Port.Number, subset)
+	policy := clResolvePolicy(dr, k.Port.Number, subset, k.Mesh.defaultPolicy())
+	// istiod's endpoint builder reads the rule alone (not the mesh's
+	// default policy) for which endpoints a DNS cluster lists.
+	drPolicy := clResolvePolicy(dr, k.Port.Number, subset, nil)
 
 	typ := clDiscoveryType(k.ProxyType, k.Service)
 	if subset != nil && subset.GetTrafficPolicy().GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH {
@@ -319,12 +322,12 @@ func clOutbound(k clIn) *clusterv3.Cluster {
 			c.DnsLookupFamily = clusterv3.Cluster_V6_ONLY
 		}
 		c.TypedDnsResolverConfig = clCaresResolver
-		c.DnsJitter = durationpb.New(clDNSJitter)           //nolint:staticcheck // istiod still sets it
-		c.DnsRefreshRate = durationpb.New(clDNSRefreshRate) //nolint:staticcheck // istiod still sets it
-		c.RespectDnsTtl = true                              //nolint:staticcheck // istiod still sets it
+		c.DnsJitter = durationpb.New(clDNSJitter)                  //nolint:staticcheck // istiod still sets it
+		c.DnsRefreshRate = durationpb.New(k.Mesh.dnsRefreshRate()) //nolint:staticcheck // istiod still sets it
+		c.RespectDnsTtl = true                                     //nolint:staticcheck // istiod still sets it
 		c.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: name,
-			Endpoints:   clDNSEndpoints(k, policy),
+			Endpoints:   clDNSEndpoints(k, drPolicy),
 		}
 	case clusterv3.Cluster_ORIGINAL_DST:
 		// Kubernetes headless services whose targetPort differs from the
@@ -450,11 +453,12 @@ func clInbound(k clIn) *clusterv3.Cluster {
 	}
 	var policy clPolicy
 	if dr := clDestinationRule(k.DestinationRule); dr != nil && dr.TrafficPolicy != nil {
-		policy = clResolvePolicy(dr, k.Port.Number, nil)
+		policy = clResolvePolicy(dr, k.Port.Number, nil, nil)
 		if c.Metadata != nil {
 			clAddConfigMetadata(c, k)
 		}
 	}
+	policy = policy.withMeshDefault(k.Mesh.defaultPolicy())
 	s.applyTrafficPolicy(policy, false, "")
 	if !local {
 		c.UpstreamBindConfig = &corev3.BindConfig{SourceAddress: clInboundBind(k.IPv6)}
@@ -510,7 +514,14 @@ func clPassthrough(k clIn) *clusterv3.Cluster {
 		TypedExtensionProtocolOptions: map[string]*anypb.Any{
 			clHTTPProtocolOptionsName: clPassthroughHTTPOptions(),
 		},
-		Filters: []*clusterv3.Filter{clMXFilter},
+		Filters:                   []*clusterv3.Filter{clMXFilter},
+		UpstreamConnectionOptions: clKeepalive(k.Mesh.keepalive(), nil),
+	}
+	if def := k.Mesh.defaultPolicy(); def.GetConnectionPool() != nil {
+		// The mesh's default connection pool caps passthrough egress. istiod
+		// applies it to a wrapper it never builds: only the cluster's own
+		// fields (timeout, breakers, keepalive) take it, not HTTP options.
+		(&clState{k: k, c: c}).applyConnectionPool(def.GetConnectionPool(), nil)
 	}
 	return c
 }
@@ -638,7 +649,7 @@ func ClusterSkipped(n index.Names, k *ClusterKey) bool {
 			return false
 		}
 	}
-	p := clResolvePolicy(dr, k.Port.Number, subset)
+	p := clResolvePolicy(dr, k.Port.Number, subset, nil)
 	if p.loadBalancer.GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH {
 		return false
 	}
@@ -683,7 +694,7 @@ func (k *ClusterKey) UsesLocality() bool {
 	if k.Subset != "" {
 		subset = clFindSubset(dr, k.Subset)
 	}
-	p := clResolvePolicy(dr, k.Port.Number, subset)
-	setting, ok := epEffectiveLocalityLB(p.loadBalancer)
+	p := clResolvePolicy(dr, k.Port.Number, subset, k.Mesh.defaultPolicy())
+	setting, ok := epEffectiveLocalityLB(p.loadBalancer, k.Mesh.localityLB())
 	return ok && (p.outlierDetection != nil || setting.GetDistribute() != nil)
 }

@@ -21,14 +21,15 @@ import (
 
 // Cluster field numbers the direct encoder writes.
 const (
-	cdName                   protowire.Number = 1
-	cdType                   protowire.Number = 2
-	cdEdsClusterConfig       protowire.Number = 3
-	cdConnectTimeout         protowire.Number = 4
-	cdLbPolicy               protowire.Number = 6
-	cdMetadata               protowire.Number = 25
-	cdAltStatName            protowire.Number = 28
-	cdTransportSocketMatches protowire.Number = 43
+	cdName                      protowire.Number = 1
+	cdType                      protowire.Number = 2
+	cdEdsClusterConfig          protowire.Number = 3
+	cdConnectTimeout            protowire.Number = 4
+	cdLbPolicy                  protowire.Number = 6
+	cdMetadata                  protowire.Number = 25
+	cdAltStatName               protowire.Number = 28
+	cdUpstreamConnectionOptions protowire.Number = 30
+	cdTransportSocketMatches    protowire.Number = 43
 
 	// Cluster.EdsClusterConfig{eds_config: 1, service_name: 2}
 	cdEdsConfig      protowire.Number = 1
@@ -76,13 +77,17 @@ func cdProtocolOptionsBytes(set func(*clState)) []byte {
 
 // ClusterDirect reports whether [AppendCluster] encodes the cluster k
 // describes directly: an outbound EDS cluster of a sidecar or router with
-// no DestinationRule (nor ServiceEntry subjectAltNames). It allocates
+// no DestinationRule (nor ServiceEntry subjectAltNames), in a mesh whose
+// localityLbSetting distributes nothing and which sets no
+// defaultTrafficPolicy (either changes every cluster). It allocates
 // nothing.
 func ClusterDirect(k *ClusterKey) bool {
 	return k.Role == ClusterOutbound && k.DestinationRule == nil && k.Subset == "" && k.Service != nil &&
 		len(k.Service.SubjectAltNames) == 0 &&
 		(k.ProxyType == ProxySidecar || k.ProxyType == ProxyRouter) &&
-		clDiscoveryType(k.ProxyType, k.Service) == clusterv3.Cluster_EDS
+		clDiscoveryType(k.ProxyType, k.Service) == clusterv3.Cluster_EDS &&
+		(k.Mesh.localityLB() == nil || len(k.Mesh.LocalityLB.Distribute) == 0) &&
+		(k.Mesh == nil || k.Mesh.DefaultTrafficPolicy == "")
 }
 
 // AppendCluster is the direct encoding of a cluster [ClusterDirect]
@@ -97,6 +102,9 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 		short = k.names.String(k.Service.Name)
 	}
 	size := len(prefix) + 3 + cdFixedSize + 3*(len(host)+24) + len(host) + len(short) + len(ns)
+	if k.Mesh.keepalive() != nil {
+		size += cdKeepaliveReserve
+	}
 	if cdAutoMTLS(k) {
 		size += cdTLSReserve + len(host)
 	}
@@ -128,10 +136,14 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 	dst = protowire.AppendVarint(dst, uint64(len(name)+1))
 	dst = append(dst, name...)
 	dst = append(dst, ';')
+	if ka := k.Mesh.keepalive(); ka != nil {
+		dst = cdAppendKeepalive(dst, ka)
+	}
 
-	// Upstream protocol options, as setUpstreamProtocol picks them.
+	// Upstream protocol options, as setUpstreamProtocol picks them (and
+	// meshConfig's h2UpgradePolicy, as applyTrafficPolicy).
 	p := k.Port.Protocol
-	h2 := p == index.ProtocolHTTP2 || p == index.ProtocolGRPC || p == index.ProtocolGRPCWeb
+	h2 := p == index.ProtocolHTTP2 || p == index.ProtocolGRPC || p == index.ProtocolGRPCWeb || clMeshH2Upgrade(p, k.Mesh)
 	switch {
 	case h2:
 		dst = append(dst, cdH2OptionsBytes...)
@@ -142,6 +154,55 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 	dst = cdAppendAutoMTLS(dst, k, host, h2)
 	return name, cdCloseLen2(dst, body)
 }
+
+// cdAppendKeepalive writes upstream_connection_options as clKeepalive
+// builds it for the mesh's tcpKeepalive alone: tcp_keepalive {probes 1,
+// time 2, interval 3}, each a UInt32Value whose value 0 encodes empty.
+func cdAppendKeepalive(dst []byte, ka *TCPKeepalive) []byte {
+	wrapped := func(n protowire.Number, v uint32) int {
+		inner := 0
+		if v != 0 {
+			inner = 1 + protowire.SizeVarint(uint64(v))
+		}
+		return protowire.SizeTag(n) + protowire.SizeVarint(uint64(inner)) + inner
+	}
+	appendWrapped := func(dst []byte, n protowire.Number, v uint32) []byte {
+		dst = protowire.AppendTag(dst, n, protowire.BytesType)
+		if v == 0 {
+			return append(dst, 0)
+		}
+		dst = protowire.AppendVarint(dst, uint64(1+protowire.SizeVarint(uint64(v))))
+		dst = protowire.AppendTag(dst, 1, protowire.VarintType)
+		return protowire.AppendVarint(dst, uint64(v))
+	}
+	tk := 0
+	if ka.Probes > 0 {
+		tk += wrapped(1, ka.Probes)
+	}
+	if ka.HasTime {
+		tk += wrapped(2, ka.Time)
+	}
+	if ka.HasInterval {
+		tk += wrapped(3, ka.Interval)
+	}
+	dst = protowire.AppendTag(dst, cdUpstreamConnectionOptions, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(protowire.SizeTag(1)+protowire.SizeVarint(uint64(tk))+tk))
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType) // UpstreamConnectionOptions.tcp_keepalive
+	dst = protowire.AppendVarint(dst, uint64(tk))
+	if ka.Probes > 0 {
+		dst = appendWrapped(dst, 1, ka.Probes)
+	}
+	if ka.HasTime {
+		dst = appendWrapped(dst, 2, ka.Time)
+	}
+	if ka.HasInterval {
+		dst = appendWrapped(dst, 3, ka.Interval)
+	}
+	return dst
+}
+
+// cdKeepaliveReserve is room for upstream_connection_options (tcpKeepalive).
+const cdKeepaliveReserve = 24
 
 // cdTLSReserve is room for the auto mTLS transport socket matches beyond
 // the SNI (the SANs of a few service accounts included).

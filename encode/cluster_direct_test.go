@@ -52,6 +52,31 @@ func directClusterKeys(t *testing.T) (index.Names, []*encode.ClusterKey) {
 		m.ConnectTimeout = 3 * time.Second
 		m.TrustDomain = "example.org"
 		return m
+	}(), func() *encode.Mesh {
+		// meshConfig h2UpgradePolicy and tcpKeepalive (mesh_cluster.go).
+		m := encode.DefaultMesh()
+		m.H2Upgrade = true
+		m.TCPKeepalive = &encode.TCPKeepalive{Probes: 3, Time: 600, HasTime: true}
+		return m
+	}(), func() *encode.Mesh {
+		m := encode.DefaultMesh()
+		m.TCPKeepalive = &encode.TCPKeepalive{HasInterval: true}
+		m.EnableAutoMTLS = false
+		return m
+	}(), func() *encode.Mesh {
+		m := encode.DefaultMesh()
+		m.TCPKeepalive = &encode.TCPKeepalive{Probes: 300, Interval: 1 << 31, HasInterval: true}
+		return m
+	}(), func() *encode.Mesh {
+		m := encode.DefaultMesh()
+		m.TCPKeepalive = &encode.TCPKeepalive{}
+		return m
+	}(), func() *encode.Mesh {
+		// Aliases sort around the trust domain ("a" before "cluster.local",
+		// "cluster.local.x" after), one equal to it.
+		m := encode.DefaultMesh()
+		m.TrustDomainAliases = []string{"cluster.local.x", "a", "cluster.local"}
+		return m
 	}(), nil}
 	var keys []*encode.ClusterKey
 	for _, svc := range []index.ServiceKey{se, seLong, external, kube, headlessRouter} {
@@ -125,6 +150,14 @@ func TestClusterDirectScope(t *testing.T) {
 		"grpc":             func(k *encode.ClusterKey) { k.ProxyType = encode.ProxyGRPC },
 		"inbound":          func(k *encode.ClusterKey) { k.Role = encode.ClusterInbound },
 		"sni-dnat":         func(k *encode.ClusterKey) { k.Role = encode.ClusterSNIDNAT },
+		"mesh default traffic policy": func(k *encode.ClusterKey) {
+			k.Mesh = encode.DefaultMesh()
+			k.Mesh.DefaultTrafficPolicy = "\x1a\x00" // outlierDetection {}
+		},
+		"mesh locality distribution": func(k *encode.ClusterKey) {
+			k.Mesh = encode.DefaultMesh()
+			k.Mesh.LocalityLB = &encode.LocalityLB{Distribute: []encode.LocalityDistribute{{From: "a", To: []encode.LocalityWeight{{Locality: "a", Weight: 100}}}}}
+		},
 	}
 	for name, change := range cases {
 		k := *base
@@ -132,5 +165,34 @@ func TestClusterDirectScope(t *testing.T) {
 		if encode.ClusterDirect(&k) {
 			t.Errorf("%s: encoded directly", name)
 		}
+	}
+}
+
+// BenchmarkAppendClusterMesh: the direct encoding of an HTTP cluster with
+// istiod's default mesh, and with a mesh that upgrades to HTTP/2 and sets
+// tcpKeepalive (whose upstream_connection_options is marshaled per
+// cluster).
+func BenchmarkAppendClusterMesh(b *testing.B) {
+	f := newFixture(b)
+	svc := meshSvc(f)
+	f.apply()
+	custom := encode.DefaultMesh()
+	custom.H2Upgrade = true
+	custom.TCPKeepalive = &encode.TCPKeepalive{Probes: 4, Time: 600, HasTime: true}
+	for _, m := range []struct {
+		name string
+		mesh *encode.Mesh
+	}{{"default", encode.DefaultMesh()}, {"h2-keepalive", custom}} {
+		b.Run(m.name, func(b *testing.B) {
+			k := f.clusterKey(svc)
+			k.Mesh = m.mesh
+			if !encode.ClusterDirect(k) {
+				b.Fatal("not encoded directly")
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				encode.AppendCluster(nil, f.names(), k)
+			}
+		})
 	}
 }

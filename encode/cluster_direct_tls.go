@@ -94,10 +94,25 @@ func cdAppendAutoMTLS(dst []byte, k clIn, host string, h2 bool) []byte {
 	}
 	ns := k.names.String(k.Service.Key.Namespace)
 	sanPrefix := len("spiffe://") + len(td) + len("/ns/") + len(ns) + len("/sa/")
+	// With trust domain aliases the identities of every trust domain,
+	// sorted as strings (rare: built as strings).
+	var full []string
+	if k.Mesh != nil && len(k.Mesh.TrustDomainAliases) > 0 && len(sas) > 0 {
+		for _, sa := range sas {
+			full = append(full, "spiffe://"+td+"/ns/"+ns+"/sa/"+sa)
+		}
+		full = clExpandTrustDomains(full, k.Mesh.TrustDomainAliases)
+		slices.Sort(full)
+		full = slices.Compact(full)
+		sas = nil // written as the strings of full
+	}
 
 	sans := 0
 	for _, sa := range sas {
 		sans += cdLenSize(cdLenSize(sanPrefix + len(sa)))
+	}
+	for _, san := range full {
+		sans += cdLenSize(cdLenSize(len(san)))
 	}
 	combined := cdLenSize(sans) + len(cdSDSRoot)
 	alpn := cdALPN
@@ -133,6 +148,12 @@ func cdAppendAutoMTLS(dst []byte, k clIn, host string, h2 bool) []byte {
 	dst = protowire.AppendVarint(dst, uint64(combined))
 	dst = protowire.AppendTag(dst, cdCombinedDefault, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(sans))
+	for _, san := range full {
+		dst = protowire.AppendTag(dst, cdValidationSANs, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(cdLenSize(len(san))))
+		dst = protowire.AppendTag(dst, cdMatcherExact, protowire.BytesType)
+		dst = protowire.AppendString(dst, san)
+	}
 	for _, sa := range sas {
 		dst = protowire.AppendTag(dst, cdValidationSANs, protowire.BytesType)
 		dst = protowire.AppendVarint(dst, uint64(cdLenSize(sanPrefix+len(sa))))

@@ -32,7 +32,7 @@ func clGRPC(k clIn) *clusterv3.Cluster {
 	if dr == nil {
 		return c
 	}
-	p := clResolvePolicy(dr, k.Port.Number, subset)
+	p := clResolvePolicy(dr, k.Port.Number, subset, nil) // istiod's gRPC generator has no mesh default
 	if p.tls.GetMode() == networking.ClientTLSSettings_ISTIO_MUTUAL {
 		s := &clState{k: k, c: c}
 		c.TransportSocket = &corev3.TransportSocket{

@@ -14,6 +14,8 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
 // clPolicy is the effective DestinationRule policy for one cluster:
@@ -58,9 +60,22 @@ func clPortPolicy(tp *networking.TrafficPolicy, port uint32) (clPolicy, bool, bo
 }
 
 // clResolvePolicy returns the effective policy of the port's cluster for
-// subset (nil: the default cluster).
-func clResolvePolicy(dr *networking.DestinationRule, port uint32, subset *networking.Subset) clPolicy {
+// subset (nil: the default cluster). def is meshConfig.defaultTrafficPolicy
+// (nil: none, or where istiod does not apply it: EDS, proxyless gRPC): its
+// connection pool and outlier detection fill those the rule's top-level or
+// port-level policy leaves unset, under the subset's (istiod's
+// applyDefaultTrafficPolicy between GetPortLevelTrafficPolicy and
+// MergeSubsetTrafficPolicy).
+func clResolvePolicy(dr *networking.DestinationRule, port uint32, subset *networking.Subset, def *networking.TrafficPolicy) clPolicy {
 	top, hasTop, _ := clPortPolicy(dr.GetTrafficPolicy(), port)
+	if def != nil {
+		if def.ConnectionPool != nil && top.connectionPool == nil {
+			top.connectionPool, hasTop = def.ConnectionPool, true
+		}
+		if def.OutlierDetection != nil && top.outlierDetection == nil {
+			top.outlierDetection, hasTop = def.OutlierDetection, true
+		}
+	}
 	if subset == nil || subset.TrafficPolicy == nil {
 		return top
 	}
@@ -97,7 +112,7 @@ func (s *clState) applyTrafficPolicy(p clPolicy, outbound bool, sni string) {
 	if cp == nil {
 		cp = &networking.ConnectionPoolSettings{}
 	}
-	if outbound && clShouldH2Upgrade(cp) {
+	if outbound && clShouldH2Upgrade(cp, s.k.Port.Protocol, s.k.Mesh) {
 		s.setH2()
 	}
 	s.applyConnectionPool(cp, p.retryBudget)
@@ -115,9 +130,11 @@ func (s *clState) applyTrafficPolicy(p clPolicy, outbound bool, sni string) {
 	}
 }
 
-// clShouldH2Upgrade: a DestinationRule's h2UpgradePolicy, else meshConfig's,
-// which pilotfish leaves at istiod's default (DO_NOT_UPGRADE).
-func clShouldH2Upgrade(cp *networking.ConnectionPoolSettings) bool {
+// clShouldH2Upgrade is istiod's shouldH2Upgrade: a DestinationRule's
+// h2UpgradePolicy (or useClientProtocol) decides, else meshConfig's, which
+// upgrades HTTP ports only (not sniffed ones: the application behind may
+// speak HTTP/1.1 only).
+func clShouldH2Upgrade(cp *networking.ConnectionPoolSettings, p index.Protocol, m *Mesh) bool {
 	if h := cp.GetHttp(); h != nil {
 		if h.UseClientProtocol {
 			return false
@@ -129,7 +146,12 @@ func clShouldH2Upgrade(cp *networking.ConnectionPoolSettings) bool {
 			return false
 		}
 	}
-	return false
+	return clMeshH2Upgrade(p, m)
+}
+
+// clMeshH2Upgrade: meshConfig's h2UpgradePolicy applies to p.
+func clMeshH2Upgrade(p index.Protocol, m *Mesh) bool {
+	return m.h2Upgrade() && p.IsHTTP()
 }
 
 // clDefaultThresholds are istiod's circuit breaker defaults: everything
@@ -150,6 +172,7 @@ var clDefaultCircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*cluster
 func (s *clState) applyConnectionPool(cp *networking.ConnectionPoolSettings, rb *networking.TrafficPolicy_RetryBudget) {
 	c := s.c
 	c.ConnectTimeout = clConnectTimeout(s.k.Mesh)
+	c.UpstreamConnectionOptions = clKeepalive(s.k.Mesh.keepalive(), cp.GetTcp().GetTcpKeepalive())
 	if rb == nil && cp.GetHttp() == nil && cp.GetTcp() == nil {
 		// The common case: istiod's defaults, shared.
 		c.CircuitBreakers = clDefaultCircuitBreakers
@@ -196,19 +219,6 @@ func (s *clState) applyConnectionPool(cp *networking.ConnectionPoolSettings, rb 
 		if idle == nil {
 			idle = tcp.IdleTimeout
 		}
-		if ka := tcp.TcpKeepalive; ka != nil {
-			tk := &corev3.TcpKeepalive{}
-			if ka.Probes > 0 {
-				tk.KeepaliveProbes = clU32(ka.Probes)
-			}
-			if ka.Time != nil {
-				tk.KeepaliveTime = clU32(uint32(ka.Time.Seconds))
-			}
-			if ka.Interval != nil {
-				tk.KeepaliveInterval = clU32(uint32(ka.Interval.Seconds))
-			}
-			c.UpstreamConnectionOptions = &clusterv3.UpstreamConnectionOptions{TcpKeepalive: tk}
-		}
 	}
 	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{t}}
 
@@ -241,6 +251,38 @@ func (s *clState) applyConnectionPool(cp *networking.ConnectionPoolSettings, rb 
 	if h.GetUseClientProtocol() {
 		s.setUseDownstreamProtocol()
 	}
+}
+
+// clKeepalive is istiod's applyTCPKeepalive: the mesh's tcpKeepalive, then
+// each field a DestinationRule's sets over it (nil when neither is set).
+func clKeepalive(mesh *TCPKeepalive, dr *networking.ConnectionPoolSettings_TCPSettings_TcpKeepalive) *clusterv3.UpstreamConnectionOptions {
+	if mesh == nil && dr == nil {
+		return nil
+	}
+	tk := &corev3.TcpKeepalive{}
+	if mesh != nil {
+		if mesh.Probes > 0 {
+			tk.KeepaliveProbes = clU32(mesh.Probes)
+		}
+		if mesh.HasTime {
+			tk.KeepaliveTime = clU32(mesh.Time)
+		}
+		if mesh.HasInterval {
+			tk.KeepaliveInterval = clU32(mesh.Interval)
+		}
+	}
+	if dr != nil {
+		if dr.Probes > 0 {
+			tk.KeepaliveProbes = clU32(dr.Probes)
+		}
+		if dr.Time != nil {
+			tk.KeepaliveTime = clU32(uint32(dr.Time.Seconds))
+		}
+		if dr.Interval != nil {
+			tk.KeepaliveInterval = clU32(uint32(dr.Interval.Seconds))
+		}
+	}
+	return &clusterv3.UpstreamConnectionOptions{TcpKeepalive: tk}
 }
 
 // applyOutlierDetection is istiod's applyOutlierDetection: success-rate
@@ -307,6 +349,15 @@ func (s *clState) applyOutlierErrorCodes(codes []uint32) {
 	s.httpOptions().OutlierDetection = &httpv3.HttpProtocolOptions_OutlierDetection{ErrorMatcher: pred}
 }
 
+// meshLocalityLB is the mesh's locality setting (nil without a key: the
+// constant parts of the direct encoder).
+func (s *clState) meshLocalityLB() *LocalityLB {
+	if s.k.ClusterKey == nil {
+		return nil
+	}
+	return s.k.Mesh.localityLB()
+}
+
 // applyLoadBalancer is istiod's applyLoadBalancer for Envoy clusters.
 func (s *clState) applyLoadBalancer(lb *networking.LoadBalancerSettings) {
 	c := s.c
@@ -315,7 +366,7 @@ func (s *clState) applyLoadBalancer(lb *networking.LoadBalancerSettings) {
 	if c.CommonLbConfig.HealthyPanicThreshold == nil {
 		c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{}
 	}
-	if setting, ok := epEffectiveLocalityLB(lb); ok {
+	if setting, ok := epEffectiveLocalityLB(lb, s.meshLocalityLB()); ok {
 		failover := c.OutlierDetection != nil
 		if (failover && (len(setting.GetFailover()) > 0 || len(setting.GetFailoverPriority()) > 0)) || setting.GetDistribute() != nil {
 			c.CommonLbConfig.LocalityConfigSpecifier = &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{

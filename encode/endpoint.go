@@ -55,6 +55,10 @@ type EndpointsKey struct {
 	// LocalityDR is the DestinationRule whose localityLbSetting applies to
 	// this port/subset (nil: the mesh default, enabled with no rules).
 	LocalityDR *index.Config
+	// MeshLocality is the mesh's localityLbSetting (Mesh.LocalityLB, nil:
+	// istiod's default), set by the caller before ApplyDestinationRule,
+	// which drops it when LocalityDR's setting applies instead.
+	MeshLocality *LocalityLB
 	// FailoverLabels is the proxy's value of the label each entry of the
 	// applicable failoverPriority names (FailoverPriority), in order, each
 	// ended by a newline, from istiod's augmented proxy labels (topology
@@ -82,6 +86,7 @@ func (k *EndpointsKey) Hash() uint64 {
 	h.Bool(k.Failover)
 	h.Str(k.Locality)
 	clHashConfig(&h, k.LocalityDR)
+	k.MeshLocality.hashInto(&h)
 	h.Str(k.FailoverLabels)
 	h.Str(k.ClusterID)
 	return h.Sum()
@@ -110,7 +115,7 @@ func ClusterLoadAssignment(n index.Names, k *EndpointsKey) (string, proto.Messag
 	if f := epNewFailover(k); f != nil {
 		cla.Endpoints = epSplitFailoverPriority(n, f, cla.Endpoints, cands)
 	}
-	if setting, ok := epEffectiveLocalityLB(k.loadBalancer()); ok {
+	if setting, ok := epEffectiveLocalityLB(k.loadBalancer(), k.MeshLocality); ok {
 		for i, d := range epApplyLocalityLB(cla.Endpoints, k.Locality, setting, k.Failover) {
 			if d {
 				cla.Endpoints[i].LbEndpoints = nil
@@ -424,7 +429,7 @@ func (k *EndpointsKey) ApplyDestinationRule(dr *index.Config, proxyLocality stri
 	if k.Subset != "" {
 		subset = clFindSubset(spec, k.Subset)
 	}
-	p := clResolvePolicy(spec, k.Port.Number, subset)
+	p := clResolvePolicy(spec, k.Port.Number, subset, nil) // istiod's EDS reads the rule alone
 	if mode, ok := epTLSMode(spec, k.Port.Number, subset); ok {
 		k.MTLSDisabled = mode != networking.ClientTLSSettings_ISTIO_MUTUAL
 	} else {
@@ -436,9 +441,10 @@ func (k *EndpointsKey) ApplyDestinationRule(dr *index.Config, proxyLocality stri
 	k.FailoverLabels = ""
 	if p.loadBalancer.GetLocalityLbSetting() != nil {
 		k.LocalityDR = dr
+		k.MeshLocality = nil
 	}
 	k.Locality = ""
-	if setting, ok := epEffectiveLocalityLB(p.loadBalancer); ok && (k.Failover || setting.GetDistribute() != nil) {
+	if setting, ok := epEffectiveLocalityLB(p.loadBalancer, k.MeshLocality); ok && (k.Failover || setting.GetDistribute() != nil) {
 		k.Locality = proxyLocality
 	}
 }

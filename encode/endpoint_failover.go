@@ -49,7 +49,7 @@ func (k *EndpointsKey) FailoverPriority() []string {
 	if !k.Failover || k.LocalityDR == nil {
 		return nil
 	}
-	setting, ok := epEffectiveLocalityLB(k.loadBalancer())
+	setting, ok := epEffectiveLocalityLB(k.loadBalancer(), k.MeshLocality)
 	if !ok || setting.GetDistribute() != nil {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (k *EndpointsKey) loadBalancer() *networking.LoadBalancerSettings {
 	if k.Subset != "" {
 		subset = clFindSubset(dr, k.Subset)
 	}
-	return clResolvePolicy(dr, k.Port.Number, subset).loadBalancer
+	return clResolvePolicy(dr, k.Port.Number, subset, nil).loadBalancer
 }
 
 // epFailover is a failoverPriority list resolved against the proxy's

@@ -18,15 +18,16 @@ var epMeshLocalityLB = &networking.LocalityLoadBalancerSetting{Enabled: wrappers
 
 // epEffectiveLocalityLB is istiod's GetEffectiveLbSetting restricted to
 // locality settings: the DestinationRule's localityLbSetting (unless
-// disabled), else the mesh default. Zone-aware settings are not supported.
-func epEffectiveLocalityLB(lb *networking.LoadBalancerSettings) (*networking.LocalityLoadBalancerSetting, bool) {
+// disabled), else the mesh's (meshConfig.localityLbSetting; nil: istiod's
+// default). Zone-aware settings are not supported.
+func epEffectiveLocalityLB(lb *networking.LoadBalancerSettings, mesh *LocalityLB) (*networking.LocalityLoadBalancerSetting, bool) {
 	if s := lb.GetLocalityLbSetting(); s != nil {
 		if s.GetEnabled() != nil && !s.GetEnabled().GetValue() {
 			return nil, false
 		}
 		return s, true
 	}
-	return epMeshLocalityLB, true
+	return mesh.setting()
 }
 
 // epParseLocality splits "region/zone/subzone" into an Envoy locality. The

@@ -202,7 +202,7 @@ func (s *epScratch) rankPriorities() {
 // setting applies (a DestinationRule with outlier detection or a
 // distribution), which is rare.
 func (s *epScratch) applyLocalityLB(k *EndpointsKey) {
-	setting, ok := epEffectiveLocalityLB(k.loadBalancer())
+	setting, ok := epEffectiveLocalityLB(k.loadBalancer(), k.MeshLocality)
 	if !ok || (setting.GetDistribute() == nil && !k.Failover) {
 		return
 	}

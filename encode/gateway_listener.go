@@ -34,6 +34,10 @@ type GatewayListenerKey struct {
 	RequestAuthn JWTRules
 	// PathNormalization is the mesh's (meshConfig pathNormalization).
 	PathNormalization PathNormalization
+	// TLSDefaults is meshConfig.tlsDefaults (Mesh.TLSDefaults): curves,
+	// suites and minimum version of SIMPLE and MUTUAL servers, under the
+	// server's own.
+	TLSDefaults TLSDefaults
 }
 
 // Hash feeds every field.
@@ -56,6 +60,7 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	k.Authz.hashInto(&h)
 	k.RequestAuthn.hashInto(&h)
 	h.U32(uint32(k.PathNormalization))
+	k.TLSDefaults.hashInto(&h)
 	return h.Sum()
 }
 
@@ -152,7 +157,7 @@ func gatewayListener(k gwlIn) (string, *listener.Listener, []gwChain, *gwHCMPart
 		if ts, ok := sockets[string(b)]; ok {
 			return ts
 		}
-		ts := gatewayTLS(t, gwALPNHTTP)
+		ts := gatewayTLS(t, gwALPNHTTP, &k.TLSDefaults)
 		sockets[string(b)] = ts
 		return ts
 	}
@@ -296,7 +301,7 @@ func adsSDS(name string) *tlsv3.SdsSecretConfig {
 // or the files the server names (each of tlsCertificates, else
 // serverCertificate, else the workload's; clients validated against
 // caCertificates, else the mesh root).
-func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportSocket {
+func gatewayTLS(t *networking.ServerTLSSettings, alpn []string, defaults *TLSDefaults) *core.TransportSocket {
 	mode := t.GetMode()
 	ctx := &tlsv3.DownstreamTlsContext{
 		CommonTlsContext:         &tlsv3.CommonTlsContext{AlpnProtocols: alpn},
@@ -373,18 +378,43 @@ func gatewayTLS(t *networking.ServerTLSSettings, alpn []string) *core.TransportS
 	}
 	if mode == networking.ServerTLSSettings_SIMPLE || mode == networking.ServerTLSSettings_MUTUAL ||
 		mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL {
-		if t.GetMinProtocolVersion() != networking.ServerTLSSettings_TLS_AUTO || t.GetMaxProtocolVersion() != networking.ServerTLSSettings_TLS_AUTO ||
-			len(t.GetCipherSuites()) > 0 {
-			cc.TlsParams = &tlsv3.TlsParameters{
-				TlsMinimumProtocolVersion: tlsv3.TlsParameters_TlsProtocol(t.GetMinProtocolVersion()),
-				TlsMaximumProtocolVersion: tlsv3.TlsParameters_TlsProtocol(t.GetMaxProtocolVersion()),
-				CipherSuites:              t.GetCipherSuites(),
-			}
-		}
+		gwTLSParams(cc, t, defaults)
 	}
 	return &core.TransportSocket{
 		Name:       "envoy.transport_sockets.tls",
 		ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: rtAny(ctx)},
+	}
+}
+
+// gwTLSParams sets the TLS parameters of a SIMPLE, MUTUAL or
+// OPTIONAL_MUTUAL server: meshConfig.tlsDefaults, then the server's own
+// settings over them (istiod's applyDownstreamTLSDefaults and
+// applyServerTLSSettings); none when neither sets anything.
+func gwTLSParams(cc *tlsv3.CommonTlsContext, t *networking.ServerTLSSettings, d *TLSDefaults) {
+	params := func() *tlsv3.TlsParameters {
+		if cc.TlsParams == nil {
+			cc.TlsParams = &tlsv3.TlsParameters{}
+		}
+		return cc.TlsParams
+	}
+	if len(d.EcdhCurves) > 0 {
+		params().EcdhCurves = d.EcdhCurves
+	}
+	if len(d.CipherSuites) > 0 {
+		params().CipherSuites = d.CipherSuites
+	}
+	if v, ok := d.minVersion(); ok {
+		params().TlsMinimumProtocolVersion = v
+	}
+	// The API's TLS versions number as Envoy's do.
+	if v := t.GetMinProtocolVersion(); v != networking.ServerTLSSettings_TLS_AUTO {
+		params().TlsMinimumProtocolVersion = tlsv3.TlsParameters_TlsProtocol(v)
+	}
+	if len(t.GetCipherSuites()) > 0 {
+		params().CipherSuites = t.GetCipherSuites()
+	}
+	if v := t.GetMaxProtocolVersion(); v != networking.ServerTLSSettings_TLS_AUTO {
+		params().TlsMaximumProtocolVersion = tlsv3.TlsParameters_TlsProtocol(v)
 	}
 }
 

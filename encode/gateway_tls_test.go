@@ -33,7 +33,7 @@ func TestGatewayFileTLSDefaults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := &tlsv3.DownstreamTlsContext{}
-			if err := gatewayTLS(tc.tls, gwALPNHTTP).GetTypedConfig().UnmarshalTo(ctx); err != nil {
+			if err := gatewayTLS(tc.tls, gwALPNHTTP, &TLSDefaults{}).GetTypedConfig().UnmarshalTo(ctx); err != nil {
 				t.Fatal(err)
 			}
 			cc := ctx.GetCommonTlsContext()

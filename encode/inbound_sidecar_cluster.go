@@ -166,11 +166,12 @@ func SidecarInboundCluster(n index.Names, k *SidecarInboundClusterKey) (string, 
 	}
 	var policy clPolicy
 	if dr := clDestinationRule(ck.DestinationRule); dr != nil && dr.TrafficPolicy != nil {
-		policy = clResolvePolicy(dr, ck.Port.Number, nil)
+		policy = clResolvePolicy(dr, ck.Port.Number, nil, nil)
 		if c.Metadata != nil {
 			clAddConfigMetadata(c, ck)
 		}
 	}
+	policy = policy.withMeshDefault(ck.Mesh.defaultPolicy())
 	// The Sidecar's pool replaces the DestinationRule's, the rest of the
 	// rule's policy staying.
 	if cp := SidecarInboundConnectionPool(k.Sidecar, ck.TargetPort); cp != nil {

@@ -51,24 +51,51 @@ func lsAgentSDS(name string) *tlsv3.SdsSecretConfig {
 	}}
 }
 
-// lsInboundMTLS is istiod's inbound mTLS server context: the workload
-// certificate, peers validated against the root and the trust domain's
+// lsPeerSANs are the SPIFFE prefixes istio mTLS peers must match: the
+// trust domain's, then each other trust domain's, once each, in order
+// (istiod's TrustDomainsForValidation).
+func lsPeerSANs(trustDomain string, others []string) []*matcher.StringMatcher {
+	out := make([]*matcher.StringMatcher, 0, 1+len(others))
+	seen := make(map[string]bool, 1+len(others))
+	for i := -1; i < len(others); i++ {
+		td := trustDomain
+		if i >= 0 {
+			td = others[i]
+		}
+		if td == "" || seen[td] {
+			continue
+		}
+		seen[td] = true
+		out = append(out, &matcher.StringMatcher{MatchPattern: &matcher.StringMatcher_Prefix{Prefix: "spiffe://" + td + "/"}})
+	}
+	return out
+}
+
+// lsInboundMTLS is istiod's inbound mTLS server context (BuildInboundTLS):
+// the workload certificate, peers validated against the root and the trust domain's
 // SPIFFE prefix, client certificates required.
-func lsInboundMTLS(trustDomain string, alpn []string) *core.TransportSocket {
+func lsInboundMTLS(trustDomain string, peerTrustDomains, alpn []string, meshMTLS *TLSDefaults) *core.TransportSocket {
+	// meshConfig.meshMTLS: TLS 1.3 minimum only when it says so (istiod's
+	// GetMinTLSVersion), its suites instead of the defaults.
+	params := &tlsv3.TlsParameters{
+		TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
+		TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
+		CipherSuites:              lsCipherSuites,
+	}
+	if meshMTLS.MinTLS13 {
+		params.TlsMinimumProtocolVersion = tlsv3.TlsParameters_TLSv1_3
+	}
+	if len(meshMTLS.CipherSuites) > 0 {
+		params.CipherSuites = meshMTLS.CipherSuites
+	}
 	ctx := &tlsv3.DownstreamTlsContext{
 		CommonTlsContext: &tlsv3.CommonTlsContext{
-			TlsParams: &tlsv3.TlsParameters{
-				TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
-				TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
-				CipherSuites:              lsCipherSuites,
-			},
+			TlsParams:                      params,
 			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{lsSDS("default")},
 			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{
 				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 					DefaultValidationContext: &tlsv3.CertificateValidationContext{
-						MatchSubjectAltNames: []*matcher.StringMatcher{{
-							MatchPattern: &matcher.StringMatcher_Prefix{Prefix: "spiffe://" + trustDomain + "/"},
-						}},
+						MatchSubjectAltNames: lsPeerSANs(trustDomain, peerTrustDomains),
 					},
 					ValidationContextSdsSecretConfig: lsSDS("ROOTCA"),
 				},

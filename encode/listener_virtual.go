@@ -132,6 +132,13 @@ type VirtualInboundKey struct {
 	Sidecar     *index.Config
 	SidecarMTLS []PortMTLS
 	ProxyIPs    string
+	// MeshMTLS is meshConfig.meshMTLS (Mesh.MeshMTLS): the istio mTLS
+	// chains' minimum TLS version and cipher suites.
+	MeshMTLS TLSDefaults
+	// PeerTrustDomains are the trust domains besides TrustDomain whose
+	// SPIFFE identities the istio mTLS chains accept (Mesh.PeerTrustDomains:
+	// trustDomainAliases, then caCertificates' trustDomains).
+	PeerTrustDomains []string
 }
 
 // Hash feeds every field.
@@ -161,6 +168,8 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	k.Authz.hashInto(&h)
 	k.RequestAuthn.hashInto(&h)
 	hashSidecarInbound(&h, k)
+	k.MeshMTLS.hashInto(&h)
+	h.Strs(k.PeerTrustDomains)
 	return h.Sum()
 }
 
@@ -279,9 +288,9 @@ func (k viIn) passthroughChains(chains []*listener.FilterChain, port uint32, m S
 
 func (k viIn) mtls(http bool) *core.TransportSocket {
 	if http {
-		return lsInboundMTLS(k.TrustDomain, lsALPNInboundHTTP)
+		return lsInboundMTLS(k.TrustDomain, k.PeerTrustDomains, lsALPNInboundHTTP, &k.MeshMTLS)
 	}
-	return lsInboundMTLS(k.TrustDomain, lsALPNInboundTCP)
+	return lsInboundMTLS(k.TrustDomain, k.PeerTrustDomains, lsALPNInboundTCP, &k.MeshMTLS)
 }
 
 // instanceChains builds the chains of one served port.

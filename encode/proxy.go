@@ -136,6 +136,37 @@ type Mesh struct {
 	DefaultServiceExportTo         []string
 	DefaultVirtualServiceExportTo  []string
 	DefaultDestinationRuleExportTo []string
+	// Cluster and endpoint settings (MeshConfig; engine/mesh_cluster.go
+	// copies them, encode/mesh_cluster.go has their types). Zero values are
+	// istiod's defaults.
+
+	// H2Upgrade is h2UpgradePolicy UPGRADE: clusters of HTTP service ports
+	// speak HTTP/2 unless a DestinationRule's h2UpgradePolicy or
+	// useClientProtocol says otherwise.
+	H2Upgrade bool
+	// TCPKeepalive is tcpKeepalive (nil: unset): upstream socket keepalive
+	// of every cluster with a connection pool (outbound, inbound,
+	// PassthroughCluster).
+	TCPKeepalive *TCPKeepalive
+	// DNSRefreshRate is dnsRefreshRate, of STRICT_DNS and LOGICAL_DNS
+	// clusters (istiod's default 60s; 0 means it too).
+	DNSRefreshRate time.Duration
+	// LocalityLB is localityLbSetting (nil: istiod's default, enabled).
+	LocalityLB *LocalityLB
+	// TLSDefaults is tlsDefaults: curves and suites of originated TLS;
+	// curves, suites and minimum version of gateway TLS servers.
+	TLSDefaults TLSDefaults
+	// MeshMTLS is meshMTLS: minimum version and suites of the sidecars'
+	// inbound istio mTLS.
+	MeshMTLS TLSDefaults
+	// CATrustDomains are caCertificates' trustDomains: with TrustDomain
+	// and TrustDomainAliases, the trust domains whose identities the
+	// sidecars' istio mTLS accepts (PeerTrustDomains).
+	CATrustDomains []string
+	// DefaultTrafficPolicy is defaultTrafficPolicy (connectionPool and
+	// outlierDetection) encoded by EncodeDefaultTrafficPolicy ("" none):
+	// the baseline under every DestinationRule's, no rule included.
+	DefaultTrafficPolicy string
 
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
@@ -154,13 +185,14 @@ func DefaultMesh() *Mesh {
 		OutboundAllowAny: true,
 		EnableAutoMTLS:   true,
 		ClusterID:        "Kubernetes",
+		DNSRefreshRate:   clDNSRefreshRate,
 	}
 }
 
 // Clone returns a copy of m to change before its first use (a Mesh value
 // must not be copied: the copy would keep m's cached hash).
 func (m *Mesh) Clone() *Mesh {
-	return &Mesh{
+	c := &Mesh{
 		DomainSuffix:             m.DomainSuffix,
 		TrustDomain:              m.TrustDomain,
 		RootNamespace:            m.RootNamespace,
@@ -179,6 +211,8 @@ func (m *Mesh) Clone() *Mesh {
 		DefaultVirtualServiceExportTo:  cloneStrings(m.DefaultVirtualServiceExportTo),
 		DefaultDestinationRuleExportTo: cloneStrings(m.DefaultDestinationRuleExportTo),
 	}
+	m.cloneClusterFields(c)
+	return c
 }
 
 // cloneStrings copies s, keeping nil (unset) apart from empty.
@@ -265,6 +299,7 @@ func (m *Mesh) fieldsHash() uint64 {
 			h.Str(x)
 		}
 	}
+	m.hashClusterFields(h)
 	if v := h.Sum(); v != 0 {
 		return v
 	}

@@ -15,7 +15,12 @@ func TestMeshClone(t *testing.T) {
 		TrustDomainAliases: []string{"old.example"}, JWKSFetchMode: JWKSFetchEnvoy,
 		PathNormalization: PathNormalizeMergeSlashes, DefaultRetry: HTTPRetry{Set: true, Attempts: 3},
 		InboundTrafficPolicy: InboundLocalhost, DefaultServiceExportTo: []string{"."},
-		DefaultVirtualServiceExportTo: []string{"a"}, DefaultDestinationRuleExportTo: []string{"~"}}
+		DefaultVirtualServiceExportTo: []string{"a"}, DefaultDestinationRuleExportTo: []string{"~"},
+		H2Upgrade: true, TCPKeepalive: &TCPKeepalive{Probes: 3}, DNSRefreshRate: time.Second,
+		LocalityLB:           &LocalityLB{Failover: []LocalityFailover{{From: "a", To: "b"}}, Distribute: []LocalityDistribute{{From: "a/*", To: []LocalityWeight{{"b/*", 100}}}}},
+		TLSDefaults:          TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}},
+		MeshMTLS:             TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true},
+		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -30,6 +35,16 @@ func TestMeshClone(t *testing.T) {
 		if f := mv.Type().Field(i); f.IsExported() && !reflect.DeepEqual(mv.Field(i).Interface(), cv.Field(i).Interface()) {
 			t.Errorf("Clone does not copy %s", f.Name)
 		}
+	}
+	// The clone owns its lists and settings: changing them leaves m alone.
+	c.TCPKeepalive.Probes++
+	c.LocalityLB.Failover[0].To = "c"
+	c.LocalityLB.Distribute[0].To[0].Weight = 1
+	c.TLSDefaults.EcdhCurves[0] = "X25519"
+	c.MeshMTLS.CipherSuites[0] = "x"
+	if m.TCPKeepalive.Probes != 3 || m.LocalityLB.Failover[0].To != "b" || m.LocalityLB.Distribute[0].To[0].Weight != 100 ||
+		m.TLSDefaults.EcdhCurves[0] != "P-256" || m.MeshMTLS.CipherSuites[0] != "ECDHE-RSA-AES256-GCM-SHA384" {
+		t.Fatal("Clone shares a setting with the mesh it came from")
 	}
 	c.OutboundAllowAny = false
 	if c.fieldsHash() == m.fieldsHash() {

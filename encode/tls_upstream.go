@@ -120,8 +120,32 @@ func (s *clState) spiffeSANs() []string {
 	for _, san := range sans {
 		out = append(out, k.names.String(san))
 	}
+	if k.Mesh != nil && len(k.Mesh.TrustDomainAliases) > 0 {
+		out = clExpandTrustDomains(out, k.Mesh.TrustDomainAliases)
+	}
 	slices.Sort(out) // istiod lists them sorted
 	return slices.Compact(out)
+}
+
+// clExpandTrustDomains is istiod's spiffe.ExpandWithTrustDomains: each
+// SPIFFE identity spiffe://TD/ns/NS/sa/SA also in every alias trust
+// domain (meshConfig.trustDomainAliases); other names as they are.
+func clExpandTrustDomains(ids, aliases []string) []string {
+	n := len(ids)
+	for _, id := range ids[:n] {
+		rest, ok := strings.CutPrefix(id, "spiffe://")
+		if !ok {
+			continue
+		}
+		_, path, ok := strings.Cut(rest, "/")
+		if parts := strings.Split(path, "/"); !ok || len(parts) != 4 || parts[0] != "ns" || parts[2] != "sa" {
+			continue // istiod's ParseIdentity refuses it: not expanded
+		}
+		for _, td := range aliases {
+			ids = append(ids, "spiffe://"+td+"/"+path)
+		}
+	}
+	return ids
 }
 
 // applyUpstreamTLS is istiod's buildUpstreamTLSSettings plus
@@ -216,7 +240,8 @@ func (s *clState) upstreamTLSContext(tls *networking.ClientTLSSettings) *tlsv3.U
 // certificates from credentialName over ADS, or files served by the agent
 // over SDS ("file-cert:CERT~KEY", "file-root:CA", system roots by default).
 func (s *clState) userTLSContext(tls *networking.ClientTLSSettings, mutual bool) *tlsv3.UpstreamTlsContext {
-	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: clCommonTLS(), Sni: tls.Sni}
+	// meshConfig.tlsDefaults' curves and suites (istiod's applyTLSDefaults).
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{TlsParams: s.k.Mesh.tlsParams()}, Sni: tls.Sni}
 	cc := ctx.CommonTlsContext
 	insecure := tls.GetInsecureSkipVerify().GetValue()
 	sans := tls.SubjectAltNames

@@ -29,6 +29,11 @@
 // credential) change pushes SDS only, to the connections whose SDS requests
 // read that Secret (build_sds_push.go).
 //
+// The mesh config's fields that shape clusters, endpoints and TLS contexts
+// reach encode.Mesh through applyClusterMesh (mesh_cluster.go), which
+// refuses, naming the field, a value istiod or Envoy would refuse and one
+// pilotfish does not implement (docs/mesh-config.md).
+//
 // # Invariants
 //
 //   - engine only reads the index (rules' invariants hold for what it

@@ -88,6 +88,9 @@ func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 		if err := applyListenerMesh(m, s.Config); err != nil {
 			return nil, err
 		}
+		if err := applyClusterMesh(m, s.Config); err != nil {
+			return nil, err
+		}
 	}
 	switch s.OutboundTrafficPolicy {
 	case "", "ALLOW_ANY":

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	networking "istio.io/api/networking/v1alpha3"
+
 	"github.com/pilotfish-mesh/pilotfish/encode"
 )
 
@@ -16,8 +18,8 @@ import (
 // istiod's setting. Warm: every cluster cached, the steady state of a push
 // to a proxy whose class another proxy already got.
 
-func benchClusters(b *testing.B, services int, warm bool) {
-	step, n, bytes := clustersBench(b, services, warm)
+func benchClusters(b *testing.B, services int, warm bool, mesh ...*encode.Mesh) {
+	step, n, bytes := clustersBench(b, services, warm, mesh...)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -29,12 +31,15 @@ func benchClusters(b *testing.B, services int, warm bool) {
 
 // clustersBench prepares a CDS build and returns one iteration of it, the
 // number of clusters and their size.
-func clustersBench(tb testing.TB, services int, warm bool) (func(), int, int) {
+func clustersBench(tb testing.TB, services int, warm bool, meshes ...*encode.Mesh) (func(), int, int) {
 	f := newXDSFixture(tb)
 	f.httpWorkload(services)
 	snap := f.apply()
 	sc := sidecarScope(snap, "default", "1.1.1.1")
 	mesh := encode.DefaultMesh()
+	if len(meshes) > 0 {
+		mesh = meshes[0]
+	}
 	cache := benchCache()
 	dst, err := buildClusters(sc, mesh, cache, nil, true, nil)
 	if err != nil {
@@ -61,6 +66,29 @@ func BenchmarkBuildClustersCold(b *testing.B) {
 func BenchmarkBuildClustersWarm(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) { benchClusters(b, n, true) })
+	}
+}
+
+// BenchmarkBuildClustersColdMesh: cold CDS at 1,000 services under mesh
+// configs that change every cluster: h2UpgradePolicy and tcpKeepalive
+// (clusters still encoded directly), and defaultTrafficPolicy (every
+// cluster built as a message, as with a DestinationRule).
+func BenchmarkBuildClustersColdMesh(b *testing.B) {
+	keepalive := encode.DefaultMesh()
+	keepalive.H2Upgrade = true
+	keepalive.TCPKeepalive = &encode.TCPKeepalive{Probes: 4, Time: 600, HasTime: true}
+	policy := encode.DefaultMesh()
+	var err error
+	policy.DefaultTrafficPolicy, err = encode.EncodeDefaultTrafficPolicy(
+		&networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 100}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range []struct {
+		name string
+		mesh *encode.Mesh
+	}{{"default", encode.DefaultMesh()}, {"h2-keepalive", keepalive}, {"default-traffic-policy", policy}} {
+		b.Run(m.name, func(b *testing.B) { benchClusters(b, 1000, false, m.mesh) })
 	}
 }
 

@@ -121,6 +121,9 @@ func (b *edsBuilder) keyFor(name string) (defined bool) {
 		defined = hasSubset(dr, subset)
 	}
 	peerDisabled := !svc.MeshExternal && b.mtls.get(svc.Key.Namespace) == encode.ServiceMTLSDisable
+	if b.mesh != nil {
+		k.MeshLocality = b.mesh.LocalityLB // meshConfig.localityLbSetting
+	}
 	k.ApplyDestinationRule(dr, b.sc.Class.Locality, peerDisabled)
 	if entries := k.FailoverPriority(); len(entries) > 0 {
 		k.FailoverLabels = b.failoverLabels(entries)

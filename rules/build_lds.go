@@ -83,6 +83,8 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			PassthroughPorts:         sec.passthroughPorts(sc),
 			Authz:                    sec.authz,
 			RequestAuthn:             sec.ra,
+			MeshMTLS:                 mesh.MeshMTLS,
+			PeerTrustDomains:         mesh.PeerTrustDomains(),
 		}
 		setSidecarInbound(sc, sec, k) // a Sidecar's ingress listeners (sidecar_ingress.go)
 		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualInboundGen); err != nil {
