@@ -157,7 +157,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	metrics.watchCache(eng.Cache())
 	sourceErrors := func() []error { return append(source.Errors(), meshSrc.Errors()...) }
 	metrics.watchUnsupported(sourceErrors)
-	metrics.registry.MustRegister(meshSrc.errCount)
+	metrics.registry.MustRegister(meshSrc.errCount, meshSrc.applied)
 
 	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
 	gate := newSyncGate(source.Synced, metrics.registry)
