@@ -33,7 +33,7 @@ func addMeshFlags(f *pflag.FlagSet, o *meshOptions) {
 		"it wins over ConfigMap istio from the API server and from --config-dir (PILOTFISH_MESH_CONFIG)")
 	f.StringVar(&o.file, "meshConfig", "", "alias of --mesh-config, istiod's spelling")
 	_ = f.MarkHidden("meshConfig")
-	f.BoolVar(&o.configMap, "mesh-configmap", true, "with an API server, read and watch ConfigMap istio (istio-REVISION for a non-default --inject-revision) in --inject-namespace, keys mesh and meshNetworks")
+	f.BoolVar(&o.configMap, "mesh-configmap", true, "with an API server, read and watch ConfigMap istio (istio-REVISION for a non-default --inject-revision) in --inject-namespace, keys mesh and meshNetworks, for the control plane and sidecar injection (one watch)")
 }
 
 // meshInput is one source's mesh config document.
@@ -92,15 +92,15 @@ type meshState struct {
 }
 
 // subscribe registers fn for every mesh config applied from now on (the
-// discoverySelectors setter of the Kubernetes source, for one); it is
-// called at once with the current one.
+// injector's, for one); it is called at once with the current one. fn is
+// called with mu held, so that calls never reorder; it must not call
+// back into s. The config is shared: fn must not change it.
 func (s *meshState) subscribe(fn func(*meshv1.MeshConfig)) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.subs = append(s.subs, fn)
-	cur := s.current
-	s.mu.Unlock()
-	if cur != nil {
-		fn(cur)
+	if s.current != nil {
+		fn(s.current)
 	}
 }
 

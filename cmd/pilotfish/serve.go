@@ -180,7 +180,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return err
 	}
 	defer webhook.close()
-	injection, err := webhook.serveInjection(ctx, o, metrics.registry, log) // sidecar injection: inject.go
+	injection, err := webhook.serveInjection(ctx, o, meshSrc.meshState, metrics.registry, log) // sidecar injection: inject.go
 	if err != nil {
 		secure.stop()
 		return err
