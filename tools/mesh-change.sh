@@ -137,7 +137,7 @@ cpu() { awk 'FNR==1{f++} /^process_cpu_seconds_total /{v+=(f==1?-$2:$2)} END{pri
 # seconds), from /debug/push_status FILE taken before the next change
 # (times in UTC): "pushes last-sent", last-sent in unix seconds (0: none).
 # (Its per-push response counts are approximate: a response counts in the
-# counts printed are the metrics'.)
+# push last queued. The counts printed are the metrics'.)
 pushes() {
 	jq -r --argjson from "$1" --argjson to "$2" '
 		def ts: capture("^(?<s>[^.Z]+)(?<f>\\.[0-9]+)?Z$") | (.s + "Z" | fromdateiso8601) + ((.f // "0") | tonumber);
