@@ -16,12 +16,17 @@
 # is the apply; pilotfish_mesh_config_last_applied_timestamp_seconds says the
 # same), so it prints, per change:
 #   apply      from the write to pilotfish applying it (the 2 s poll)
-#   last push  from the apply to the last sidecar's ACK of the push
-#              (loadgen's max convergence less the apply)
-#   end to end loadgen's convergence p50/p99/max, from the write
+#   last push  from the apply to the push's last response sent (server side,
+#              /debug/push_status lastSent; the debounce, 100 ms, included)
+#              and to the last sidecar's ACK (loadgen's max convergence less
+#              the apply)
+#   end to end loadgen's convergence p50/p99/max, from the change command
 #   pushes     the server's responses and bytes by type (pilot_xds_pushes,
 #              pilot_xds_config_size_bytes) between this change and the next
 #   cpu        the server's CPU seconds over the same interval
+# MESH_CHANGE_INTERVAL (5s) is the pause before each change (the first
+# after every proxy has full config: shorter, the connect storm's tail and
+# GC land in the first change).
 # MESH_PROFILE=1 also takes a CPU profile of the server during each change
 # ($OUT/cpu-N.pprof; go tool pprof -top bin/pilotfish FILE).
 #
@@ -120,7 +125,7 @@ echo "mesh-change: $PROXIES sidecars ($NAMESPACES namespaces, $APPS apps), $ROUT
 ROUTERS_PID=$!
 set +e
 "$BIN" loadgen --xds "$GRPC" --proxies "$PROXIES" --namespaces "$NAMESPACES" --apps "$APPS" \
-	--timeout 20m --changes 3 --change-cmd "$DIR/change.sh {i}" --change-interval 2s --change-timeout "$TIMEOUT" \
+	--timeout 20m --changes 3 --change-cmd "$DIR/change.sh {i}" --change-interval "${MESH_CHANGE_INTERVAL:-5s}" --change-timeout "$TIMEOUT" \
 	--server-pid "$SERVER" --json "$OUT/loadgen.json" --quiet >"$OUT/loadgen.txt" 2>"$OUT/loadgen.err"
 set -e
 curl -s "http://$HTTP/metrics" >"$OUT/metrics-4.txt"
@@ -156,7 +161,7 @@ for i in 1 2 3; do
 		printf "  applied %.0f ms after the write; %d push(es)", (at-tw)*1000, np
 		if (last > 0) printf ", last response sent %.0f ms after the apply", (last-at)*1000
 		printf "\n  sidecars: %d of %d got a new version", conv, n
-		if (conv > 0) printf "; from the change command p50 %.0f p99 %.0f max %.0f ms (first changed type ACKed)", p50, p99, mx
+		if (conv > 0) printf "; the last ACKed it %.0f ms after the apply; from the change command p50 %.0f p99 %.0f max %.0f ms (first changed type ACKed)", mx-(at-t0)*1000, p50, p99, mx
 		printf "\n" }'
 	printf '  server: responses %s; bytes %s; cpu %s s\n' \
 		"$(delta pilot_xds_pushes "$OUT/metrics-$i.txt" "$OUT/metrics-$((i + 1)).txt")" \
