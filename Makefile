@@ -31,7 +31,7 @@ run: build
 
 # Every test: lint, the build without vtprotobuf (proto.Marshal fallback),
 # unit and integration tests with verify mode on, and bounded fuzzing.
-test: lint pilot-agent istioctl kube-bins helm
+test: lint pilot-agent istioctl pilot-discovery kube-bins helm
 	$(GO) build ./...
 	PILOTFISH_VERIFY_CACHE=1 $(GO) test -tags $(TAGS) -count=1 $(PKGS)
 	$(MAKE) fuzz
@@ -112,8 +112,9 @@ $(ISTIOCTL): tools/pilot-agent/go.mod tools/pilot-agent/go.sum
 
 # istiod itself (pilot-discovery), from the same module and istio version,
 # for the producer of istiod's reference output (internal/istiodref, see its
-# doc.go): `make istiod-ref [CASE=name]`. Not part of `make test`, which only
-# reads the saved output.
+# doc.go): `make istiod-ref [CASE=name]`, and for cmd/pilotfish's
+# TestMigrationFromIstiod (istiod and pilotfish side by side), which `make
+# test` runs; the istiod-ref cases themselves are only read there.
 PILOT_DISCOVERY ?= .cache/bin/pilot-discovery
 .PHONY: pilot-discovery istiod-ref
 pilot-discovery: $(PILOT_DISCOVERY)

@@ -407,17 +407,25 @@ func (s *clState) isH2() bool {
 	return s.hpo != nil && s.hpo.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
 }
 
-// clInbound builds inbound|TARGETPORT|| (istiod's buildInboundCluster
-// with the default PASSTHROUGH inbound traffic policy: ORIGINAL_DST, bound
-// to 127.0.0.6 so iptables lets the connection through).
+// clInbound builds inbound|TARGETPORT|| (istiod's buildInboundCluster).
+// With the PASSTHROUGH inbound traffic policy (the default) it is
+// ORIGINAL_DST, bound to 127.0.0.6 so iptables lets the connection
+// through; with LOCALHOST it is STATIC, to the target port on the loopback
+// address, unbound (iptables does not capture loopback traffic).
 func clInbound(k clIn) *clusterv3.Cluster {
 	name := InboundClusterName(k.TargetPort)
+	local := k.Mesh != nil && k.Mesh.InboundTrafficPolicy == InboundLocalhost
 	c := &clusterv3.Cluster{
 		Name:                 name,
 		AltStatName:          name + ";",
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
 		CommonLbConfig:       &clusterv3.Cluster_CommonLbConfig{},
 		CleanupInterval:      &durationpb.Duration{Seconds: clMaxSeconds},
+	}
+	if local {
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
+		c.CleanupInterval = nil
+		c.LoadAssignment = clLocalhostEndpoints(name, k.TargetPort, k.IPv6)
 	}
 	s := &clState{k: k, c: c}
 	s.setUpstreamProtocol(k.Port)
@@ -448,8 +456,28 @@ func clInbound(k clIn) *clusterv3.Cluster {
 		}
 	}
 	s.applyTrafficPolicy(policy, false, "")
-	c.UpstreamBindConfig = &corev3.BindConfig{SourceAddress: clInboundBind(k.IPv6)}
+	if !local {
+		c.UpstreamBindConfig = &corev3.BindConfig{SourceAddress: clInboundBind(k.IPv6)}
+	}
 	return s.finish()
+}
+
+// clLocalhostEndpoints is the one endpoint of a LOCALHOST inbound cluster:
+// the target port on 127.0.0.1 (::1 for IPv6-only proxies).
+func clLocalhostEndpoints(name string, port uint32, ipv6 bool) *endpointv3.ClusterLoadAssignment {
+	addr := "127.0.0.1"
+	if ipv6 {
+		addr = "::1"
+	}
+	return &endpointv3.ClusterLoadAssignment{
+		ClusterName: name,
+		Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+					Address: addr, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port}}}},
+			}},
+		}}}},
+	}
 }
 
 func clInboundBind(ipv6 bool) *corev3.SocketAddress {

@@ -32,6 +32,8 @@ type GatewayListenerKey struct {
 	// router (its HTTP servers get their jwt_authn and RBAC filters).
 	Authz        AuthzPolicies
 	RequestAuthn JWTRules
+	// PathNormalization is the mesh's (meshConfig pathNormalization).
+	PathNormalization PathNormalization
 }
 
 // Hash feeds every field.
@@ -53,6 +55,7 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	}
 	k.Authz.hashInto(&h)
 	k.RequestAuthn.hashInto(&h)
+	h.U32(uint32(k.PathNormalization))
 	return h.Sum()
 }
 
@@ -262,7 +265,7 @@ func sniNames(hosts []string) []string {
 // and set, or as gatewayTopology.forwardClientCertDetails says; routes
 // come from RDS.
 func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
-	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds})
+	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds, path: k.PathNormalization})
 	h.HttpFilters = []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
 	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h)
 	h.UseRemoteAddress = wrapperspb.Bool(true)

@@ -51,6 +51,8 @@ type GatewayVirtualHostKey struct {
 	// SourceLabels are the router's labels whose keys the sources' match
 	// sourceLabels name, as VirtualHostKey.SourceLabels.
 	SourceLabels string
+	// Retry is the mesh's defaultHttpRetryPolicy (VirtualHostKey.Retry).
+	Retry HTTPRetry
 
 	// hash caches Hash (0: not computed yet): the engine keeps a router's
 	// keys for the life of its scope and looks each up on every build, and
@@ -88,6 +90,7 @@ func (k *GatewayVirtualHostKey) fieldsHash() uint64 {
 	hashHostRules(&h, k.DestinationRules)
 	h.U32(k.RoutesPort)
 	h.Str(k.SourceLabels)
+	k.Retry.hashInto(&h)
 	if v := h.Sum(); v != 0 {
 		return v
 	}
@@ -249,7 +252,7 @@ func gatewayRouteItems(n index.Names, k *GatewayRoutesKey, omitMeta, direct bool
 	// One key and gateway side serve every source: routes keep no
 	// reference to them.
 	vk := &VirtualHostKey{Type: ProxyRouter, Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: k.Port,
-		DestinationRules: k.DestinationRules}
+		DestinationRules: k.DestinationRules, Retry: k.Retry}
 	gw := &gwRoute{ports: newOnlyPorts(n, k.Destinations), labels: k.SourceLabels}
 	for i := range k.Sources {
 		s := &k.Sources[i]
@@ -262,7 +265,7 @@ func gatewayRouteItems(n index.Names, k *GatewayRoutesKey, omitMeta, direct bool
 		rc.eachRoute(func(in *networking.HTTPRoute, m *networking.HTTPMatchRequest) (bool, bool) {
 			var it gwRouteItem
 			var ca bool
-			if direct && gwSimple(in, m) && rc.destinationConsistentHash(in.GetRoute()[0].GetDestination()) == nil {
+			if direct && !k.Retry.Set && gwSimple(in, m) && rc.destinationConsistentHash(in.GetRoute()[0].GetDestination()) == nil {
 				if !rc.applies(m) {
 					return false, false
 				}

@@ -43,6 +43,8 @@ type GatewayRoutesKey struct {
 	Destinations     []*index.Service
 	DestinationRules []HostDestinationRule
 	SourceLabels     string
+	// Retry is the mesh's defaultHttpRetryPolicy (VirtualHostKey.Retry).
+	Retry HTTPRetry
 }
 
 // Hash feeds every field.
@@ -59,6 +61,7 @@ func (k *GatewayRoutesKey) Hash() uint64 {
 	hashSvcRows(&h, k.Destinations)
 	hashHostRules(&h, k.DestinationRules)
 	h.Str(k.SourceLabels)
+	k.Retry.hashInto(&h)
 	return h.Sum()
 }
 
@@ -79,7 +82,7 @@ func (k *GatewayVirtualHostKey) routesKeyAt(port uint32) *GatewayRoutesKey {
 
 func (k *GatewayVirtualHostKey) routesKeyValue(port uint32) GatewayRoutesKey {
 	return GatewayRoutesKey{Namespace: k.Namespace, DomainSuffix: k.DomainSuffix, Port: port, Sources: k.Sources, Destinations: k.Destinations,
-		DestinationRules: k.DestinationRules, SourceLabels: k.SourceLabels}
+		DestinationRules: k.DestinationRules, SourceLabels: k.SourceLabels, Retry: k.Retry}
 }
 
 // SetRoutesPort sets k.RoutesPort: 0 when k's routes are the same on every

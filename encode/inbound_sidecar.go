@@ -164,6 +164,7 @@ func (k viIn) ingressChains(in *networking.IstioIngressListener, sec *inboundSec
 				statPrefix:  "inbound_" + name + ";",
 				inbound:     true,
 				protocol:    proto,
+				path:        k.PathNormalization,
 				routeConfig: inboundRouteConfig(cluster, port, host, port, proto),
 			})))}
 		} else {

@@ -37,6 +37,8 @@ type OutboundListenerKey struct {
 	EgressCluster string
 	// ProtocolDetectionTimeout bounds HTTP inspection on sniffing listeners.
 	ProtocolDetectionTimeout time.Duration
+	// PathNormalization is the mesh's (meshConfig pathNormalization).
+	PathNormalization PathNormalization
 	// Bind is the listener's address: a wildcard ("0.0.0.0", "::"), a VIP,
 	// or an endpoint address of a headless service.
 	Bind string
@@ -79,6 +81,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 	h.Bool(k.OutboundAllowAny)
 	h.Str(k.EgressCluster)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
+	h.U32(uint32(k.PathNormalization))
 	h.Str(k.Bind)
 	h.U32(k.Port)
 	h.Bool(k.EgressPort)
@@ -368,6 +371,7 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 		if c.http != nil {
 			o := *c.http
 			o.statPrefix = "outbound_" + name + ";"
+			o.path = k.PathNormalization
 			fc.Filters = []*listener.Filter{lsHCMFilter(lsHCM(o))}
 		} else {
 			fc.Filters = c.filters

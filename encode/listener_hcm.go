@@ -33,21 +33,22 @@ type hcmOpts struct {
 	routeConfig *route.RouteConfiguration // an inline route configuration
 	inbound     bool
 	protocol    index.Protocol
+	// path is the mesh's path normalization.
+	path PathNormalization
 }
 
 // lsHCM is istiod's buildHTTPConnectionManager for sidecars, without
 // tracing and access logs (telemetry is configured elsewhere).
 func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 	h := &hcm.HttpConnectionManager{
-		StatPrefix:                   o.statPrefix,
-		StreamIdleTimeout:            durationpb.New(0),
-		UseRemoteAddress:             wrapperspb.Bool(false),
-		UpgradeConfigs:               []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
-		NormalizePath:                wrapperspb.Bool(true),
-		PathWithEscapedSlashesAction: hcm.HttpConnectionManager_KEEP_UNCHANGED,
-		RequestIdExtension:           hfUUIDRequestID,
-		Proxy_100Continue:            true,
+		StatPrefix:         o.statPrefix,
+		StreamIdleTimeout:  durationpb.New(0),
+		UseRemoteAddress:   wrapperspb.Bool(false),
+		UpgradeConfigs:     []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		RequestIdExtension: hfUUIDRequestID,
+		Proxy_100Continue:  true,
 	}
+	o.path.apply(h)
 	if o.rds != "" {
 		h.RouteSpecifier = &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{ConfigSource: lsADS, RouteConfigName: o.rds}}
 	} else {

@@ -110,6 +110,8 @@ type VirtualInboundKey struct {
 	TrustDomain              string
 	IPv6                     bool
 	ProtocolDetectionTimeout time.Duration
+	// PathNormalization is the mesh's (meshConfig pathNormalization).
+	PathNormalization PathNormalization
 	// Instances are sorted by target port.
 	Instances []InboundInstance
 	// MTLS is the workload-wide mode, for ports no service declares.
@@ -138,6 +140,7 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	h.Str(k.TrustDomain)
 	h.Bool(k.IPv6)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
+	h.U32(uint32(k.PathNormalization))
 	h.Int(len(k.Instances))
 	for i := range k.Instances {
 		in := &k.Instances[i]
@@ -259,6 +262,7 @@ func (k viIn) passthroughChains(chains []*listener.FilterChain, port uint32, m S
 			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(sec.withHTTP(lsHCM(hcmOpts{
 				statPrefix:  inboundPassthroughCluster + ";",
 				inbound:     true,
+				path:        k.PathNormalization,
 				routeConfig: inboundRouteConfig(inboundPassthroughCluster, 0, "", 0, index.ProtocolUnknown),
 			})))}
 		} else {
@@ -302,6 +306,7 @@ func (k viIn) instanceChains(wildcard string, in *InboundInstance, sec *inboundS
 				statPrefix:  "inbound_" + name + ";",
 				inbound:     true,
 				protocol:    in.Port.Protocol,
+				path:        k.PathNormalization,
 				routeConfig: inboundRouteConfig(cluster, in.Port.Number, host, in.Port.Number, in.Port.Protocol),
 			})))}
 		} else {

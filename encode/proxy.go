@@ -121,6 +121,22 @@ type Mesh struct {
 	// RequestAuthentication rule's jwksUri.
 	JWKSFetchMode JWKSFetchMode
 
+	// Listeners, routes and visibility (meshConfig fields; engine's
+	// applyListenerMesh sets them, docs/mesh-config.md).
+	//
+	// PathNormalization: pathNormalization.normalization of every HCM.
+	PathNormalization PathNormalization
+	// DefaultRetry: defaultHttpRetryPolicy (unset: istiod's built-in).
+	DefaultRetry HTTPRetry
+	// InboundTrafficPolicy: inboundTrafficPolicy.mode of inbound clusters.
+	InboundTrafficPolicy InboundTrafficPolicy
+	// DefaultServiceExportTo, DefaultVirtualServiceExportTo and
+	// DefaultDestinationRuleExportTo are the exportTo of objects that set
+	// none (nil: "*"), as written ("*", ".", "~", namespaces).
+	DefaultServiceExportTo         []string
+	DefaultVirtualServiceExportTo  []string
+	DefaultDestinationRuleExportTo []string
+
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
 	// of a push's thousands of keys cost a sixth of a warm CDS build. Set
@@ -155,7 +171,22 @@ func (m *Mesh) Clone() *Mesh {
 		ClusterID:                m.ClusterID,
 		TrustDomainAliases:       append([]string(nil), m.TrustDomainAliases...),
 		JWKSFetchMode:            m.JWKSFetchMode,
+
+		PathNormalization:              m.PathNormalization,
+		DefaultRetry:                   m.DefaultRetry,
+		InboundTrafficPolicy:           m.InboundTrafficPolicy,
+		DefaultServiceExportTo:         cloneStrings(m.DefaultServiceExportTo),
+		DefaultVirtualServiceExportTo:  cloneStrings(m.DefaultVirtualServiceExportTo),
+		DefaultDestinationRuleExportTo: cloneStrings(m.DefaultDestinationRuleExportTo),
 	}
+}
+
+// cloneStrings copies s, keeping nil (unset) apart from empty.
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string{}, s...)
 }
 
 // JWKSFetchMode says who fetches a jwksUri (istiod's
@@ -223,6 +254,17 @@ func (m *Mesh) fieldsHash() uint64 {
 		h.Str(a)
 	}
 	h.U32(uint32(m.JWKSFetchMode))
+
+	h.U32(uint32(m.PathNormalization))
+	m.DefaultRetry.hashInto(h)
+	h.U32(uint32(m.InboundTrafficPolicy))
+	for _, l := range [...][]string{m.DefaultServiceExportTo, m.DefaultVirtualServiceExportTo, m.DefaultDestinationRuleExportTo} {
+		h.Bool(l == nil)
+		h.Int(len(l))
+		for _, x := range l {
+			h.Str(x)
+		}
+	}
 	if v := h.Sum(); v != 0 {
 		return v
 	}

@@ -12,7 +12,10 @@ import (
 func TestMeshClone(t *testing.T) {
 	m := &Mesh{DomainSuffix: "a", TrustDomain: "b", RootNamespace: "c", ConnectTimeout: time.Second, OutboundAllowAny: true,
 		EnableAutoMTLS: true, ProtocolDetectionTimeout: time.Minute, ClusterID: "d",
-		TrustDomainAliases: []string{"old.example"}, JWKSFetchMode: JWKSFetchEnvoy}
+		TrustDomainAliases: []string{"old.example"}, JWKSFetchMode: JWKSFetchEnvoy,
+		PathNormalization: PathNormalizeMergeSlashes, DefaultRetry: HTTPRetry{Set: true, Attempts: 3},
+		InboundTrafficPolicy: InboundLocalhost, DefaultServiceExportTo: []string{"."},
+		DefaultVirtualServiceExportTo: []string{"a"}, DefaultDestinationRuleExportTo: []string{"~"}}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -37,5 +40,30 @@ func TestMeshClone(t *testing.T) {
 	c.hashInto(&hc)
 	if hm.Sum() == hc.Sum() {
 		t.Error("a changed clone hashes as the mesh it came from")
+	}
+}
+
+// TestMeshListenerFieldsHash: each listener, route and visibility setting
+// changes the mesh's hash, and an unset exportTo default hashes apart from
+// an empty one.
+func TestMeshListenerFieldsHash(t *testing.T) {
+	base := DefaultMesh()
+	for name, change := range map[string]func(m *Mesh){
+		"PathNormalization":              func(m *Mesh) { m.PathNormalization = PathNormalizeNone },
+		"DefaultRetry":                   func(m *Mesh) { m.DefaultRetry = HTTPRetry{Set: true, Attempts: 2} },
+		"DefaultRetry.RetryOn":           func(m *Mesh) { m.DefaultRetry = HTTPRetry{Set: true, Attempts: 2, RetryOn: "5xx"} },
+		"DefaultRetry.Backoff":           func(m *Mesh) { m.DefaultRetry = HTTPRetry{Set: true, Attempts: 2, HasBackoff: true} },
+		"InboundTrafficPolicy":           func(m *Mesh) { m.InboundTrafficPolicy = InboundLocalhost },
+		"DefaultServiceExportTo":         func(m *Mesh) { m.DefaultServiceExportTo = []string{"."} },
+		"DefaultServiceExportTo empty":   func(m *Mesh) { m.DefaultServiceExportTo = []string{} },
+		"DefaultVirtualServiceExportTo":  func(m *Mesh) { m.DefaultVirtualServiceExportTo = []string{"."} },
+		"DefaultDestinationRuleExportTo": func(m *Mesh) { m.DefaultDestinationRuleExportTo = []string{"."} },
+		"ProtocolDetectionTimeout":       func(m *Mesh) { m.ProtocolDetectionTimeout = time.Second },
+	} {
+		m := base.Clone()
+		change(m)
+		if m.fieldsHash() == base.fieldsHash() {
+			t.Errorf("%s does not change the mesh's hash", name)
+		}
 	}
 }

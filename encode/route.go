@@ -31,14 +31,14 @@ var rtNoTimeout = durationpb.New(0)
 // defaultOutboundRoute is istiod's route for a service no VirtualService
 // routes (BuildDefaultHTTPOutboundRoute): everything to the service's
 // cluster, no timeout, the default retry policy.
-func defaultOutboundRoute(cluster, host string, port uint32) *route.Route {
+func defaultOutboundRoute(cluster, host string, port uint32, retry *HTTPRetry) *route.Route {
 	return &route.Route{
 		Name:  defaultRouteName,
 		Match: &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},
 		Action: &route.Route_Route{Route: &route.RouteAction{
 			ClusterSpecifier: &route.RouteAction_Cluster{Cluster: cluster},
 			Timeout:          rtNoTimeout,
-			RetryPolicy:      rtDefaultRetryPolicy,
+			RetryPolicy:      retry.policy(false),
 			MaxGrpcTimeout:   rtNoTimeout,
 		}},
 		Decorator: &route.Decorator{Operation: host + ":" + strconv.FormatUint(uint64(port), 10) + "/*"},
@@ -282,7 +282,11 @@ func (rc *routeCtx) applyDestination(blk *rtBlock, in *networking.HTTPRoute, aut
 		}
 		action.ClusterSpecifier = &route.RouteAction_WeightedClusters{WeightedClusters: &route.WeightedCluster{Clusters: weighted}}
 	}
-	action.RetryPolicy = rtRetryPolicy(in.GetRetries(), consistentHash)
+	retries := in.GetRetries()
+	if retries == nil {
+		retries = rc.k.Retry.spec() // the mesh's default, nil for istiod's built-in
+	}
+	action.RetryPolicy = rtRetryPolicy(retries, consistentHash)
 }
 
 // setTimeout is istiod's setTimeout: the route timeout (0s: none) and,

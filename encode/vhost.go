@@ -59,6 +59,9 @@ type VirtualHostKey struct {
 	// earlier virtual host of the same route configuration already claims;
 	// they are left out, as istiod dedupes domains across virtual hosts.
 	Exclude []uint64
+	// Retry is the mesh's defaultHttpRetryPolicy: the retries of the
+	// default route and of routes that set none.
+	Retry HTTPRetry
 }
 
 // Hash feeds every field.
@@ -84,6 +87,7 @@ func (k *VirtualHostKey) Hash() uint64 {
 	for _, x := range k.Exclude {
 		h.U64(x)
 	}
+	k.Retry.hashInto(&h)
 	return h.Sum()
 }
 
@@ -189,7 +193,7 @@ func vhRoutes(n index.Names, k *VirtualHostKey) []*route.Route {
 		return nil
 	}
 	host := n.String(k.Service.Key.Host)
-	r := defaultOutboundRoute(outboundClusterName(k.Port, "", host), host, k.Port)
+	r := defaultOutboundRoute(outboundClusterName(k.Port, "", host), host, k.Port, &k.Retry)
 	if hp := rtHashPolicy(k.serviceConsistentHash(host)); hp != nil {
 		r.GetRoute().HashPolicy = []*route.RouteAction_HashPolicy{hp}
 	}

@@ -65,6 +65,7 @@ type Engine struct {
 	// meshState: the mesh, its flipped variant (a Sidecar's outbound
 	// traffic policy picks one) and its generation; SetMesh swaps it.
 	meshState atomic.Pointer[meshState]
+	meshMu    sync.Mutex // serializes SetMesh
 
 	// views hands out the derived state of each config version (rules/view.go).
 	views rules.Views
@@ -102,6 +103,7 @@ func New(idx Index, opts Options) *Engine {
 		cdsDigests: map[index.ServiceKey]uint64{},
 	}
 	e.meshState.Store(&meshState{mesh: opts.Mesh, meshes: rules.NewMeshes(opts.Mesh), gen: 1})
+	e.views.SetMesh(opts.Mesh)
 	e.views.Verify = opts.Cache.Verifying()
 	e.changes.init()
 	e.recordClusterFacts(idx.Snapshot())
@@ -221,7 +223,7 @@ type class struct {
 	node  *Node              // a representative node (identity fields are equal across the class)
 	conns map[*Conn]struct{} // guarded by Engine.mu
 	mu    sync.Mutex         // serializes scope rebuilds
-	sc    atomic.Pointer[rules.Scope]
+	sc    atomic.Pointer[classScope]
 	// pushed is the scope the class's last full push was decided on (run
 	// loop only; see scopedTargets).
 	pushed atomic.Pointer[rules.Scope]
@@ -233,28 +235,36 @@ type class struct {
 	memos  map[string][]*memo // type URL → recent responses, newest first; guarded by memoMu
 }
 
-// scope returns the class's scope in the current snapshot.
+// classScope is a class's scope and the mesh generation it was made
+// with: a mesh change (SetMesh) can change what the same snapshot shows
+// (exportTo defaults, the root namespace).
+type classScope struct {
+	scope *rules.Scope
+	gen   uint64
+}
+
+// scope returns the class's scope in the current snapshot and mesh.
 func (cl *class) scope(e *Engine) *rules.Scope {
-	snap := e.idx.Snapshot()
-	if s := cl.sc.Load(); s != nil && s.Snapshot == snap {
-		return s
+	snap, gen := e.idx.Snapshot(), e.meshNow().gen
+	if s := cl.sc.Load(); s != nil && s.scope.Snapshot == snap && s.gen == gen {
+		return s.scope
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if s := cl.sc.Load(); s != nil && s.Snapshot == snap {
-		return s
+	if s := cl.sc.Load(); s != nil && s.scope.Snapshot == snap && s.gen == gen {
+		return s.scope
 	}
 	prev := cl.sc.Load()
 	var s *rules.Scope
-	if prev != nil && prev.Snapshot.ConfigVersion == snap.ConfigVersion {
+	if prev != nil && prev.gen == gen && prev.scope.Snapshot.ConfigVersion == snap.ConfigVersion {
 		// Only endpoints changed: the visible services are the same rows.
-		cp := *prev
+		cp := *prev.scope
 		cp.Snapshot = snap
 		s = &cp
 	} else {
 		s = rules.NewScopeIn(e.views.Of(snap), snap, &cl.key.class)
 		s.Instances = rules.ComputeInstances(snap, cl.node)
 	}
-	cl.sc.Store(s)
+	cl.sc.Store(&classScope{scope: s, gen: gen})
 	return s
 }

@@ -31,20 +31,20 @@ func (e *Engine) Mesh() *encode.Mesh { return e.meshNow().mesh }
 // re-selects the classes first (a root-namespace Sidecar or policy may
 // now apply).
 func (e *Engine) SetMesh(m *encode.Mesh) bool {
-	for {
-		cur := e.meshState.Load()
-		if cur.mesh == m || cur.mesh.Digest() == m.Digest() {
-			return false
-		}
-		next := &meshState{mesh: m, meshes: rules.NewMeshes(m), gen: cur.gen + 1}
-		if !e.meshState.CompareAndSwap(cur, next) {
-			continue
-		}
-		root := cur.mesh.RootNamespace != m.RootNamespace
-		e.log.Info("mesh settings changed: pushing", "rootNamespaceChanged", root)
-		e.changes.addMesh(root)
-		return true
+	e.meshMu.Lock()
+	defer e.meshMu.Unlock()
+	cur := e.meshState.Load()
+	if cur.mesh == m || cur.mesh.Digest() == m.Digest() {
+		return false
 	}
+	// The views first: a scope made between the two stores is of the new
+	// mesh under the old generation, and is made again once gen moves.
+	e.views.SetMesh(m)
+	e.meshState.Store(&meshState{mesh: m, meshes: rules.NewMeshes(m), gen: cur.gen + 1})
+	root := cur.mesh.RootNamespace != m.RootNamespace
+	e.log.Info("mesh settings changed: pushing", "rootNamespaceChanged", root)
+	e.changes.addMesh(root)
+	return true
 }
 
 // addMesh records a mesh change: full, to every class (scoped nil), and

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+
 	"github.com/pilotfish-mesh/pilotfish/encode"
 )
 
@@ -61,6 +63,10 @@ type MeshSettings struct {
 	ProtocolDetectionTimeout time.Duration
 	// DisableAutoMTLS is meshConfig enableAutoMtls: false.
 	DisableAutoMTLS bool
+	// Config is the whole mesh config (istiod's defaults applied), for the
+	// fields read by applyListenerMesh and applyClusterMesh; nil: istiod's
+	// defaults. The fields above, which flags may override, win over it.
+	Config *meshv1alpha1.MeshConfig
 }
 
 // CheckJWKSFetchMode reports whether s is one of istiod's
@@ -78,6 +84,11 @@ var ErrBadMeshSetting = errors.New("invalid mesh setting")
 // naming the setting.
 func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 	m := encode.DefaultMesh()
+	if s.Config != nil {
+		if err := applyListenerMesh(m, s.Config); err != nil {
+			return nil, err
+		}
+	}
 	switch s.OutboundTrafficPolicy {
 	case "", "ALLOW_ANY":
 	case "REGISTRY_ONLY":

@@ -81,6 +81,11 @@ type Port struct {
 // ExportTo is a service's or config's visibility. The zero value means
 // visible to all namespaces ("*").
 type ExportTo struct {
+	// Unset: the object sets no exportTo. The mesh's default for its kind
+	// (meshConfig default*ExportTo) applies, which rules resolves at lookup
+	// time so that a mesh change needs no new rows; VisibleTo reads it as
+	// "*", istiod's default when the mesh sets none.
+	Unset bool
 	// Private: visible only in its own namespace (".").
 	Private bool
 	// Namespaces, when non-empty, lists the namespaces it is exported to
@@ -154,7 +159,7 @@ func (s *Service) computeHash() uint64 {
 	h.pair(uint32(s.Name), uint32(s.ExternalName))
 	h.pair(uint32(s.Labels), uint32(s.Selector))
 	h.u64(uint64(s.Origin) | uint64(s.Resolution)<<8 | bit(s.MeshExternal)<<16 | bit(s.HasSelector)<<17 |
-		bit(s.ExportTo.Private)<<18 | bit(s.ExportTo.None)<<19 | uint64(uint32(len(s.ExportTo.Namespaces)))<<32)
+		bit(s.ExportTo.Private)<<18 | bit(s.ExportTo.None)<<19 | bit(s.ExportTo.Unset)<<20 | uint64(uint32(len(s.ExportTo.Namespaces)))<<32)
 	// The lengths frame the lists that follow.
 	h.pair(uint32(len(s.Addresses)), uint32(len(s.Ports)))
 	for _, a := range s.Addresses {

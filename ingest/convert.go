@@ -203,8 +203,12 @@ func (c *Converter) fqdn(host, ns string) string {
 	return host + "." + ns + ".svc." + c.domain
 }
 
-// exportTo converts an exportTo list ("*", ".", "~", namespaces).
+// exportTo converts an exportTo list ("*", ".", "~", namespaces); an
+// empty one is Unset (the mesh's default applies, resolved by rules).
 func (c *Converter) exportTo(list []string) index.ExportTo {
+	if len(list) == 0 {
+		return index.ExportTo{Unset: true}
+	}
 	var e index.ExportTo
 	for _, x := range list {
 		switch x {

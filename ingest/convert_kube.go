@@ -60,9 +60,7 @@ func (c *Converter) service(b *index.Batch, o *Object) []rowRef {
 		row.HasSelector = true
 		row.Selector = c.labelSet(svc.Spec.Selector)
 	}
-	if v, ok := o.Meta.Annotations[annotationExport]; ok {
-		row.ExportTo = c.exportTo(splitList(v))
-	}
+	row.ExportTo = c.exportTo(splitList(o.Meta.Annotations[annotationExport])) // none: Unset
 	b.PutService(row)
 	return c.oneRef(serviceRef(key))
 }

@@ -12,6 +12,16 @@
 // row's hash is computed over exactly what the converters read, so that a
 // change to any of it reaches the engine.
 //
+// What a source reads of what it sees: with a revision, only the Istio
+// objects without an istio.io/rev label or labelled with it (istiod's
+// rule, revision.go, in both sources); with discovery selectors, only the
+// namespaces they select (the Kubernetes source only, kube_filter.go,
+// changeable at any time with SetDiscoverySelectors). What is not read
+// produces no rows and is summarised in Errors as warnings. The informers
+// still watch every namespace, but cache an object of a namespace that is
+// not selected as a stub of its identity and version, fetched whole when
+// its namespace joins the selection (kube_stub.go).
+//
 // Every source decodes documents into [Object]s using the real types of
 // k8s.io/api and istio.io/api, validates them with the same rules that
 // `pilotfish validate` applies, converts them into index rows and applies

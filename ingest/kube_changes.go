@@ -22,6 +22,11 @@ func changed(old, obj any) bool {
 	if rv := nm.GetResourceVersion(); rv != "" && rv == om.GetResourceVersion() {
 		return false // a resync or a relist of an unchanged object
 	}
+	_, oldStub := old.(*kubeStub)
+	_, newStub := obj.(*kubeStub)
+	if oldStub || newStub {
+		return true // a namespace left or joined the selection (kube_stub.go)
+	}
 	switch n := obj.(type) {
 	case *kubePod:
 		o, ok := old.(*kubePod)

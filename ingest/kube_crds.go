@@ -51,7 +51,7 @@ func (c *crdWatch) poll(ctx context.Context) {
 		s.mu.Unlock()
 		switch on := served[ik.groupVersion][ik.resource]; {
 		case on && !running:
-			s.start(ctx, ik.kind, ik.newInformer(s.opts.Istio), transformIstio)
+			s.start(ctx, ik.kind, ik.newInformer(s.opts.Istio), transformRevision(s.opts.Revision))
 			started = append(started, ik.kind.String())
 		case !on && running:
 			s.stop(ik.kind)

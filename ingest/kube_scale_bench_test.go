@@ -23,7 +23,8 @@ import (
 // of 100 endpoints (100,000 endpoints), created through the API: the time
 // from the source's start to its initial sync, and the heap held by the
 // informer caches and by the index, with the transforms and without
-// (KeepWholeObjects). Run it on its own:
+// (KeepWholeObjects), and with discovery selectors that select one
+// namespace of the ten. Run it on its own:
 //
 //	go test -tags vtprotobuf -run '^$' -bench KubeSourceScale -benchtime 1x ./ingest
 func BenchmarkKubeSourceScale(b *testing.B) {
@@ -40,13 +41,17 @@ func BenchmarkKubeSourceScale(b *testing.B) {
 	b.Logf("created %d services and %d endpoints in %d slices through the API in %v",
 		services, slices*perSlice, slices, time.Since(start).Round(time.Millisecond))
 	b.ResetTimer()
+	// "selected": transformed, with discovery selectors that select one
+	// namespace of the ten (the label the API server sets on each).
+	oneNS := []*metav1.LabelSelector{{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ns-0"}}}
 	for range b.N {
-		for _, whole := range []bool{false, true} {
-			sync, cacheHeap, indexHeap := measureSource(b, client, whole)
-			name := "transformed"
-			if whole {
-				name = "whole"
+		for _, name := range []string{"transformed", "whole", "selected"} {
+			opts := KubeSourceOptions{Client: client, KeepWholeObjects: name == "whole"}
+			want := services
+			if name == "selected" {
+				opts.DiscoverySelectors, want = oneNS, services/namespaces
 			}
+			sync, cacheHeap, indexHeap := measureSource(b, opts, want)
 			b.ReportMetric(sync.Seconds(), "sync-s-"+name)
 			b.ReportMetric(float64(cacheHeap)/(1<<20), "cache-MiB-"+name)
 			b.ReportMetric(float64(indexHeap)/(1<<20), "index-MiB-"+name)
@@ -66,10 +71,10 @@ func heapNow() uint64 {
 
 // measureSource syncs a new source and index, and returns the time to sync,
 // the heap the source's caches held and the heap the index holds alone.
-func measureSource(b *testing.B, client kubernetes.Interface, whole bool) (time.Duration, uint64, uint64) {
+func measureSource(b *testing.B, opts KubeSourceOptions, services int) (time.Duration, uint64, uint64) {
 	base := heapNow()
 	w := index.NewWriter()
-	src := NewKubeSource(w, KubeSourceOptions{Client: client, KeepWholeObjects: whole})
+	src := NewKubeSource(w, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	start := time.Now()
@@ -78,7 +83,7 @@ func measureSource(b *testing.B, client kubernetes.Interface, whole bool) (time.
 		time.Sleep(5 * time.Millisecond)
 	}
 	sync := time.Since(start)
-	if n := w.Snapshot().NumServices(); n < 10000 {
+	if n := w.Snapshot().NumServices(); n < services {
 		b.Fatalf("index holds %d services after sync", n)
 	}
 	both := heapNow()

@@ -36,6 +36,11 @@ type FileSourceOptions struct {
 	// makes the API server's definition of an object win over the
 	// directory's (precedence.go); nil when this is the only source.
 	Precedence *Precedence
+	// Revision is the control plane's revision: an Istio object labelled
+	// istio.io/rev with another value is not read (revision.go), and
+	// each one is a warning at its line; "" reads them all. Discovery
+	// selectors do not apply to the directory (KubeSource.SetDiscoverySelectors).
+	Revision string
 }
 
 // FileSource applies a directory of manifests to the index and keeps it

@@ -172,6 +172,10 @@ func (s *FileSource) readLocked(b *index.Batch, path string, force bool, touched
 	st.info, st.hash = info, h
 
 	objs, errs, warns := DecodeWithWarnings(shown, data)
+	// An Istio object labelled for another revision is not this control
+	// plane's config: as if the file did not define it (revision.go).
+	objs, warns, skipped := dropOtherRevisions(objs, warns, s.opts.Revision)
+	warns = append(warns, skipped...)
 	defs, errs := fileDefinitions(objs, errs)
 	// An error naming no object (a syntax error) could hide any object, so
 	// then nothing the file defined before is dropped.

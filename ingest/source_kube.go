@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -45,6 +46,15 @@ type KubeSourceOptions struct {
 	// makes the API server's definition of an object win over the
 	// directory's (precedence.go); nil when this is the only source.
 	Precedence *Precedence
+	// Revision is the control plane's revision (istiod's REVISION): an
+	// Istio object labelled istio.io/rev with another value is not read
+	// (revision.go); "" reads them all.
+	Revision string
+	// DiscoverySelectors are the initial discovery selectors
+	// (SetDiscoverySelectors): only the namespaces matching one of them
+	// are read; none reads every namespace. Invalid selectors are logged
+	// and every namespace is read, as istiod does.
+	DiscoverySelectors []*metav1.LabelSelector
 }
 
 // KubeSource applies the objects of a Kubernetes API server to the index
@@ -53,7 +63,9 @@ type KubeSourceOptions struct {
 // is served. Informer events are collected and applied as one batch per
 // burst, through its own Converter, to a Writer it may share with other
 // sources. Invalid Istio objects are reported by Errors and skipped; the
-// last good version of each is kept.
+// last good version of each is kept. Istio objects of another revision
+// and the objects of namespaces the discovery selectors leave out are not
+// read (kube_filter.go).
 //
 // Relists (an expired watch, an API server restart) need nothing special:
 // the informers replay what changed, including deletions they only notice
@@ -78,6 +90,23 @@ type KubeSource struct {
 	nodes   map[string]*string // node name → new locality, nil once deleted
 	errs    map[ObjectKey][]error
 	running map[Kind]*kubeWatch // informers by kind (Nodes under KindUnknown)
+	// skipped: the Istio objects not read for their revision, and that
+	// revision (kube_filter.go); written by the run goroutine only.
+	skipped map[ObjectKey]string
+	// selectors and reselect: discovery selectors set and not applied yet.
+	selectors selectors
+	reselect  bool
+	// selectionNote says which namespaces are not read (Errors), nil when
+	// all are.
+	selectionNote error
+
+	// sel is the discovery selection applied (run goroutine only).
+	sel selection
+	// nsView is sel as the informers' transforms read it (kube_stub.go).
+	nsView atomic.Pointer[nsView]
+	// stubbed: stubs met in selected namespaces, to fetch whole (run
+	// goroutine only).
+	stubbed []ObjectKey
 }
 
 // kubeWatch is one running informer.
@@ -115,6 +144,14 @@ func NewKubeSource(w *index.Writer, opts KubeSourceOptions) *KubeSource {
 		nodes:   map[string]*string{},
 		errs:    map[ObjectKey][]error{},
 		running: map[Kind]*kubeWatch{},
+		skipped: map[ObjectKey]string{},
+	}
+	if len(opts.DiscoverySelectors) > 0 {
+		sel, err := compileSelectors(opts.DiscoverySelectors)
+		if err != nil {
+			s.log.Error("invalid discovery selectors: every namespace is read", "err", err)
+		}
+		s.selectors, s.reselect = sel, err == nil
 	}
 	if opts.Precedence != nil {
 		opts.Precedence.kube = s
@@ -137,6 +174,16 @@ func (s *KubeSource) Errors() []error {
 	for _, errs := range s.errs {
 		out = append(out, errs...)
 	}
+	if len(s.skipped) > 0 {
+		skipped := make([]skippedObject, 0, len(s.skipped))
+		for k, rev := range s.skipped {
+			skipped = append(skipped, skippedObject{k, rev})
+		}
+		out = append(out, revisionSummary("kubernetes", s.opts.Revision, skipped))
+	}
+	if s.selectionNote != nil {
+		out = append(out, s.selectionNote)
+	}
 	slices.SortFunc(out, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return out
 }
@@ -151,13 +198,16 @@ func (s *KubeSource) Run(ctx context.Context) error {
 	}
 	for _, ck := range kinds {
 		s.start(ctx, ck.kind, ck.newInformer(s.opts.Client), ck.transform)
+		if ck.kind == KindNamespace && !s.primeSelection(ctx) {
+			return nil
+		}
 	}
 	istio := newCRDWatch(s)
 	istio.poll(ctx)
 	if !s.waitForInitialSync(ctx) {
 		return nil
 	}
-	cs := s.flush()
+	cs := s.flush(ctx)
 	s.synced.Store(true)
 	s.log.Info("initial sync applied", "version", cs.Version, "services", len(cs.Services),
 		"endpoints", len(cs.Endpoints), "workloads", len(cs.Workloads), "istio-kinds", istio.served())
@@ -177,7 +227,7 @@ func (s *KubeSource) Run(ctx context.Context) error {
 				return nil
 			case <-time.After(s.opts.BatchWindow):
 			}
-			if cs := s.flush(); !cs.Empty() {
+			if cs := s.flush(ctx); !cs.Empty() {
 				s.log.Debug("config applied", "version", cs.Version, "services", len(cs.Services),
 					"endpoints", len(cs.Endpoints), "workloads", len(cs.Workloads))
 			}
@@ -200,6 +250,9 @@ func (s *KubeSource) waitForInitialSync(ctx context.Context) bool {
 // start runs an informer for kind with its transform and the source's
 // handlers, under a context of its own so that it can be stopped alone.
 func (s *KubeSource) start(ctx context.Context, kind Kind, inf cache.SharedIndexInformer, transform cache.TransformFunc) {
+	if !s.opts.KeepWholeObjects {
+		transform = stubbing(&s.nsView, kind, transform)
+	}
 	w := &kubeWatch{kind: kind, informer: inf, transform: transform}
 	if !s.opts.KeepWholeObjects {
 		if err := inf.SetTransform(transform); err != nil {
@@ -248,6 +301,11 @@ func (s *KubeSource) stop(kind Kind) {
 	for k := range s.pending {
 		if k.Kind == kind {
 			s.pending[k] = nil
+		}
+	}
+	for k := range s.skipped {
+		if k.Kind == kind {
+			s.pending[k] = nil // forgets it (applyOwn)
 		}
 	}
 	for k := range s.errs {
@@ -360,16 +418,21 @@ func (s *KubeSource) deleteNode(obj any) {
 // flush applies every pending event as one batch, in a deterministic order
 // (kind, namespace, name), so that replicas reading the same API server
 // intern symbols in the same order.
-func (s *KubeSource) flush() *index.ChangeSet {
+func (s *KubeSource) flush(ctx context.Context) *index.ChangeSet {
 	s.mu.Lock()
 	pending, nodes := s.pending, s.nodes
 	s.pending, s.nodes = make(map[ObjectKey]any, len(pending)/4), map[string]*string{}
+	reselect, sel := s.reselect, s.selectors
+	s.reselect = false
 	s.mu.Unlock()
 
 	shared := s.opts.Precedence.lockForKube(pending, len(nodes) > 0)
 	defer s.opts.Precedence.unlockKube(shared)
 	s.shared = shared
 	var b index.Batch
+	// The discovery selection first: the objects of this batch are read
+	// or not by the selection it leaves.
+	s.updateSelection(&b, pending, reselect, sel)
 	// Nodes first: the Pods and EndpointSlices of this batch read their
 	// locality.
 	moved := map[string]bool{}
@@ -392,6 +455,11 @@ func (s *KubeSource) flush() *index.ChangeSet {
 	}
 	if len(moved) > 0 {
 		s.reputOnNodes(&b, moved, pending)
+	}
+	if len(s.stubbed) > 0 {
+		// Objects of namespaces that became selected: fetched whole into
+		// this batch, so a selection change is one change set.
+		s.refetch(ctx, func(k ObjectKey, obj any) { s.apply(&b, k, obj) })
 	}
 	cs := s.w.Apply(&b)
 	if shared {
@@ -425,9 +493,17 @@ func (s *KubeSource) apply(b *index.Batch, k ObjectKey, obj any) {
 
 // applyOwn converts one object's latest state (nil: deleted) into b.
 func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
-	if obj == nil {
+	if obj == nil || !s.admitted(k) {
+		// Deleted, or in a namespace the discovery selectors leave out.
 		s.conv.Delete(b, k)
 		s.setErrs(k, nil)
+		s.setSkipped(k, "")
+		return
+	}
+	if _, isStub := obj.(*kubeStub); isStub {
+		// Cached while its namespace was not selected: fetched whole
+		// after this batch (kube_stub.go).
+		s.stubbed = append(s.stubbed, k)
 		return
 	}
 	o, ok := kubeObject(obj)
@@ -435,6 +511,13 @@ func (s *KubeSource) applyOwn(b *index.Batch, k ObjectKey, obj any) {
 		s.log.Warn("unexpected object type from an informer", "kind", k.Kind.String(), "object", k.String())
 		return
 	}
+	if kinds[k.Kind].istio() && !inRevision(o.Meta.Labels, s.opts.Revision) {
+		s.conv.Delete(b, k)
+		s.setErrs(k, nil)
+		s.setSkipped(k, o.Meta.Labels[labelRevision])
+		return
+	}
+	s.setSkipped(k, "")
 	// The API server validated the Kubernetes kinds already (and the
 	// cached Pods are cut down past what Validate accepts); Istio objects
 	// get pilotfish's own validation, as in the file source and webhook.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"text/template"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,8 +41,51 @@ type Settings struct {
 // Update swaps atomically: an injection in flight finishes with the
 // Settings it started with.
 type Injector struct {
-	cur atomic.Pointer[Settings]
+	cur atomic.Pointer[state]
 	log *slog.Logger
+}
+
+// state is a Settings with its templates folded over it (fold.go), each
+// on first use.
+type state struct {
+	s    *Settings
+	data TemplateData // the settings' fields of every injection's data
+
+	mu     sync.Mutex
+	folded map[string]*template.Template // guarded by mu
+}
+
+func newState(s *Settings) *state {
+	return &state{s: s, data: TemplateData{
+		MeshConfig:               s.Mesh,
+		Values:                   s.Values.m,
+		Revision:                 s.Revision,
+		NativeSidecars:           s.NativeSidecars,
+		ProxyUID:                 1337,
+		ProxyGID:                 1337,
+		InboundTrafficPolicyMode: inboundMode(s.Mesh),
+		CompliancePolicy:         s.CompliancePolicy,
+	}, folded: map[string]*template.Template{}}
+}
+
+// template is the config's template name folded over the settings, ok
+// false when the config has none by that name. A template folding fails
+// (it should not) is used as it is.
+func (st *state) template(name string) (*template.Template, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if t, ok := st.folded[name]; ok {
+		return t, true
+	}
+	t, ok := st.s.Config.templates[name]
+	if !ok {
+		return nil, false
+	}
+	if ft, err := foldTemplate(t, &st.data); err == nil {
+		t = ft
+	}
+	st.folded[name] = t
+	return t, true
 }
 
 // New returns an Injector with settings s (Config, Values and Mesh
@@ -62,12 +107,12 @@ func (in *Injector) Update(s *Settings) error {
 	if s == nil || s.Config == nil || s.Values == nil || s.Mesh == nil {
 		return fmt.Errorf("%w: settings need a config, values and a mesh config", ErrConfig)
 	}
-	in.cur.Store(s)
+	in.cur.Store(newState(s))
 	return nil
 }
 
 // Settings returns the settings in force.
-func (in *Injector) Settings() *Settings { return in.cur.Load() }
+func (in *Injector) Settings() *Settings { return in.cur.Load().s }
 
 // Request is one pod to inject.
 type Request struct {
@@ -100,7 +145,8 @@ type Result struct {
 // patch. An error means the pod must be denied: nothing is half-applied,
 // since the patch is computed in full before it is returned.
 func (in *Injector) Inject(req Request) (Result, error) {
-	s := in.cur.Load()
+	st := in.cur.Load()
+	s := st.s
 	pod := req.Pod.DeepCopy()
 	pod.ManagedFields = nil // never read; only makes the diff slower
 	if pod.Namespace == "" {
@@ -118,12 +164,12 @@ func (in *Injector) Inject(req Request) (Result, error) {
 	for k, v := range req.ProxyEnvs {
 		envs[k] = v
 	}
-	j := &job{s: s, pod: pod, owner: owner, ownerType: ownerType, envs: envs}
+	j := &job{st: st, s: s, pod: pod, owner: owner, ownerType: ownerType, envs: envs}
 	out, err := j.run()
 	if err != nil {
 		return Result{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, podName(pod), err)
 	}
-	patch, err := createPatch(j.from, out)
+	patch, err := createPatch(j.pod, out)
 	if err != nil {
 		return Result{}, fmt.Errorf("pod %s/%s: %w: %v", pod.Namespace, podName(pod), ErrPod, err)
 	}

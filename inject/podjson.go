@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -26,14 +27,11 @@ func mergeMap(cur, overlay map[string]any) (map[string]any, error) {
 	return strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, copyJSON(overlay).(map[string]any), podPatchMeta)
 }
 
-// podFromJSON is the typed pod of a JSON form.
+// podFromJSON is the typed pod of a JSON form (fromJSONValue: as
+// json.Unmarshal of its text).
 func podFromJSON(m map[string]any) (*corev1.Pod, error) {
-	b, err := appendJSON(make([]byte, 0, 8<<10), m)
-	if err != nil {
-		return nil, err
-	}
 	var p corev1.Pod
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := fromJSONValue(&p, m); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -108,7 +106,18 @@ func moveJSONContainer(pod map[string]any, name string) {
 // most overlayCacheMaxBytes of text; when full it starts over.
 type overlayCache struct {
 	mu sync.Mutex
-	m  map[string]map[string]any // guarded by mu
+	m  map[string]*overlay // guarded by mu
+}
+
+// overlay is one rendered template, parsed.
+type overlay struct {
+	m map[string]any
+	// names and proxyInit are what m merged over nothing holds: the
+	// names of what it injects (shared: not to be modified; nil when
+	// that merge fails), and whether istio-proxy is among the init
+	// containers.
+	names     *status
+	proxyInit bool
 }
 
 const (
@@ -117,23 +126,27 @@ const (
 )
 
 // parse returns text's overlay (shared: not to be modified).
-func (c *overlayCache) parse(text []byte) (map[string]any, error) {
+func (c *overlayCache) parse(text []byte) (*overlay, error) {
 	c.mu.Lock()
 	v, ok := c.m[string(text)]
 	c.mu.Unlock()
 	if ok {
 		return v, nil
 	}
-	v = map[string]any{}
-	if err := yaml.Unmarshal(text, &v); err != nil {
+	m := map[string]any{}
+	if err := yaml.Unmarshal(text, &m); err != nil {
 		return nil, err
+	}
+	v = &overlay{m: m}
+	if alone, err := mergeMap(map[string]any{}, m); err == nil { // else the pod's merge says why
+		v.names, v.proxyInit = injectedNames(alone), jsonContainer(alone, "initContainers", proxyName) >= 0
 	}
 	if len(text) > overlayCacheMaxBytes {
 		return v, nil
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= overlayCacheEntries {
-		c.m = make(map[string]map[string]any, overlayCacheEntries)
+		c.m = make(map[string]*overlay, overlayCacheEntries)
 	}
 	c.m[string(text)] = v
 	c.mu.Unlock()
@@ -162,7 +175,13 @@ func injectedNames(pod map[string]any) *status {
 // appendJSON encodes a decoded JSON value. Unlike json.Marshal it does
 // not sort map keys (the result is only decoded again), which is most of
 // json.Marshal's cost on a pod.
-func appendJSON(dst []byte, v any) ([]byte, error) {
+func appendJSON(dst []byte, v any) ([]byte, error) { return appendJSONValue(dst, v, false) }
+
+// appendJSONSorted is appendJSON with object keys in order, as
+// json.Marshal writes them.
+func appendJSONSorted(dst []byte, v any) ([]byte, error) { return appendJSONValue(dst, v, true) }
+
+func appendJSONValue(dst []byte, v any, sorted bool) ([]byte, error) {
 	var err error
 	switch x := v.(type) {
 	case nil:
@@ -178,7 +197,12 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 		return strconv.AppendFloat(dst, x, 'f', -1, 64), nil
 	case json.Number:
 		return append(dst, x...), nil
+	case json.RawMessage: // json.Marshal's, compact
+		return append(dst, x...), nil
 	case map[string]any:
+		if sorted {
+			return appendSortedObject(dst, x)
+		}
 		dst = append(dst, '{')
 		first := true
 		for k, e := range x {
@@ -188,7 +212,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 			first = false
 			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
-			if dst, err = appendJSON(dst, e); err != nil {
+			if dst, err = appendJSONValue(dst, e, false); err != nil {
 				return nil, err
 			}
 		}
@@ -199,7 +223,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = appendJSON(dst, e); err != nil {
+			if dst, err = appendJSONValue(dst, e, sorted); err != nil {
 				return nil, err
 			}
 		}
@@ -210,6 +234,28 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst, b...), nil
+}
+
+func appendSortedObject(dst []byte, m map[string]any) ([]byte, error) {
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		if dst, err = appendJSONValue(dst, m[k], true); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 // appendJSONString quotes s as JSON does (invalid UTF-8 as U+FFFD).

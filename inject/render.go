@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,19 +52,39 @@ type TemplateData struct {
 
 // job is one injection in progress.
 type job struct {
-	s         *Settings
+	st        *state
+	s         *Settings   // st.s
 	pod       *corev1.Pod // the input (namespace filled in); never modified
 	owner     types.NamespacedName
 	ownerType metav1.TypeMeta
 	envs      map[string]string // proxy env overrides (cluster, network, path parameters)
 	pc        *meshconfig.ProxyConfig
-	from      any // the pod's JSON (numbers as json.Number), which the patch is against
+	used      overrides // the pod's own definitions of injected containers, merged by render
 }
 
 // run renders the templates over the pod and post-processes the result.
 func (j *job) run() (*corev1.Pod, error) {
-	if err := validateAnnotations(j.pod.Annotations); err != nil {
+	if err := j.prepare(); err != nil {
 		return nil, err
+	}
+	merged, tmpl, err := j.render()
+	if err != nil {
+		return nil, err
+	}
+	if err := j.recordUserContainers(merged, j.used); err != nil {
+		return nil, err
+	}
+	if err := j.postProcess(merged, tmpl); err != nil {
+		return nil, err
+	}
+	return merged, nil
+}
+
+// prepare checks the pod's annotations and settles the proxy config and
+// the proxy's cluster and network.
+func (j *job) prepare() error {
+	if err := validateAnnotations(j.pod.Annotations); err != nil {
+		return err
 	}
 	j.pc = j.s.Mesh.GetDefaultConfig()
 	if j.pc == nil {
@@ -71,22 +93,12 @@ func (j *job) run() (*corev1.Pod, error) {
 	if v, ok := j.pod.Annotations[annotation.ProxyConfig.Name]; ok {
 		pc, err := mergeProxyConfig(j.pc, []byte(v))
 		if err != nil { // validateAnnotations parsed it already
-			return nil, fmt.Errorf("%w: %s: %v", ErrAnnotation, annotation.ProxyConfig.Name, err)
+			return fmt.Errorf("%w: %s: %v", ErrAnnotation, annotation.ProxyConfig.Name, err)
 		}
 		j.pc = pc
 	}
 	j.clusterAndNetwork()
-	merged, tmpl, err := j.render()
-	if err != nil {
-		return nil, err
-	}
-	if merged, err = j.reapplyUserContainers(merged, tmpl); err != nil {
-		return nil, err
-	}
-	if err := j.postProcess(merged, tmpl); err != nil {
-		return nil, err
-	}
-	return merged, nil
+	return nil
 }
 
 // clusterAndNetwork fills the proxy's cluster and network envs: the
@@ -117,67 +129,136 @@ func (j *job) clusterAndNetwork() {
 // tmpl names what the templates alone rendered (the sidecar.istio.io/status
 // record).
 func (j *job) render() (merged *corev1.Pod, tmpl *status, err error) {
-	stripped, err := j.strippedPod()
+	data, err := j.templateData()
 	if err != nil {
 		return nil, nil, err
-	}
-	data := &TemplateData{
-		TypeMeta:                 j.ownerType,
-		DeploymentMeta:           j.owner,
-		ObjectMeta:               stripped.ObjectMeta,
-		Spec:                     stripped.Spec,
-		ProxyConfig:              j.pc,
-		MeshConfig:               j.s.Mesh,
-		Values:                   j.s.Values.m,
-		Revision:                 j.s.Revision,
-		NativeSidecars:           j.s.NativeSidecars,
-		ProxyImage:               j.proxyImage(stripped.Annotations),
-		ProxyInitImage:           j.proxyInitImage(stripped.Annotations),
-		ProxyUID:                 1337,
-		ProxyGID:                 1337,
-		InboundTrafficPolicyMode: inboundMode(j.s.Mesh),
-		CompliancePolicy:         j.s.CompliancePolicy,
 	}
 	// The pod is merged in its JSON form (one conversion each way, not
-	// one per template); from is also what the patch is computed against.
-	j.from, err = jsonValue(j.pod)
+	// one per template), numbers as float64 as in the templates' YAML (a
+	// list merged by a number, such as ports by containerPort, matches
+	// across both).
+	text, err := json.Marshal(j.pod)
 	if err != nil {
 		return nil, nil, err
 	}
-	cur, tm := floatJSON(j.from).(map[string]any), map[string]any{}
-	var buf bytes.Buffer
-	for _, name := range j.templateNames() {
-		t, ok := j.s.Config.templates[name]
+	from, err := decodeJSONFloats(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	// tm, the templates-only pod, is only built when a second template
+	// is merged: what a single template injects is cached with it.
+	cur, ok := from.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: not an object", ErrPod)
+	}
+	var tm map[string]any
+	var single *overlay
+	var user []map[string]any
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	names := j.templateNames()
+	for i, name := range names {
+		t, ok := j.st.template(name)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: %q not found; have %s", ErrTemplate, name, strings.Join(j.s.Config.names, ", "))
 		}
 		buf.Reset()
-		if err := t.Execute(&buf, data); err != nil {
+		if err := t.Execute(buf, data); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 		}
-		overlay, err := j.s.Config.overlays.parse(buf.Bytes())
+		ov, err := j.s.Config.overlays.parse(buf.Bytes())
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q rendered invalid YAML: %v", ErrTemplate, name, err)
 		}
 		// The merge consumes its patch (it drops nulls as it applies
 		// them) and the parsed overlay is shared: each merge gets a copy.
-		if tm, err = mergeMap(tm, overlay); err != nil {
-			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+		var proxyInit bool
+		if tm == nil && single == nil && ov.names != nil {
+			single, proxyInit = ov, ov.proxyInit
+		} else {
+			if tm == nil {
+				tm = map[string]any{}
+				if single != nil {
+					if tm, err = mergeMap(tm, single.m); err != nil {
+						return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+					}
+					single = nil
+				}
+			}
+			if tm, err = mergeMap(tm, ov.m); err != nil {
+				return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+			}
+			proxyInit = jsonContainer(tm, "initContainers", proxyName) >= 0
 		}
 		// With native sidecars the template puts the proxy among the
 		// init containers; a user's customised istio-proxy in containers
 		// follows it there before the merge.
-		if j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) && jsonContainer(tm, "initContainers", proxyName) >= 0 {
+		if proxyInit && j.nativeAnnotation(jsonAnnotation(cur, "sidecar.istio.io/nativeSidecar")) {
 			moveJSONContainer(cur, proxyName)
 		}
-		if cur, err = mergeMap(cur, overlay); err != nil {
+		if i == len(names)-1 { // the pod's own definitions of what the templates inject go over them
+			if user, j.used, err = j.userContainers(injectedSoFar(single, tm)); err != nil {
+				return nil, nil, err
+			}
+		}
+		// The merge writes into what it takes from its patch (strategic
+		// merge patch re-assigns every entry of a subtree it takes whole,
+		// and drops nulls): the cached overlay is copied for each.
+		if cur, err = mergeMap(cur, ov.m); err != nil {
 			return nil, nil, fmt.Errorf("%w: template %q: %v", ErrTemplate, name, err)
+		}
+	}
+	for _, u := range user {
+		if cur, err = strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, u, podPatchMeta); err != nil {
+			return nil, nil, fmt.Errorf("%w: applying the pod's own containers: %v", ErrPod, err)
 		}
 	}
 	if merged, err = podFromJSON(cur); err != nil {
 		return nil, nil, fmt.Errorf("%w: templates merged into an invalid pod: %v", ErrTemplate, err)
 	}
-	return merged, injectedNames(tm), nil
+	return merged, injectedSoFar(single, tm), nil
+}
+
+// injectedSoFar names what the templates merged so far inject: the
+// single one's cached names, or those of the templates-only pod.
+func injectedSoFar(single *overlay, tm map[string]any) *status {
+	switch {
+	case single != nil:
+		return single.names
+	case tm != nil:
+		return injectedNames(tm)
+	}
+	return &status{}
+}
+
+// renderBuffers hold templates' output (about 20 KiB for the chart's
+// sidecar) across injections; what is parsed from it is copied.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putRenderBuffer returns b to the pool unless it grew past what a
+// template usually renders.
+func putRenderBuffer(b *bytes.Buffer) {
+	if b.Cap() <= 256<<10 {
+		b.Reset()
+		renderBuffers.Put(b)
+	}
+}
+
+// templateData is what the templates see: the pod as strippedPod makes
+// it; the settings' fields are those the templates were folded over.
+func (j *job) templateData() (*TemplateData, error) {
+	stripped, err := j.strippedPod()
+	if err != nil {
+		return nil, err
+	}
+	data := new(TemplateData)
+	*data = j.st.data
+	data.TypeMeta, data.DeploymentMeta = j.ownerType, j.owner
+	data.ObjectMeta, data.Spec = stripped.ObjectMeta, stripped.Spec
+	data.ProxyConfig = j.pc
+	data.ProxyImage = j.proxyImage(stripped.Annotations)
+	data.ProxyInitImage = j.proxyInitImage(stripped.Annotations)
+	return data, nil
 }
 
 // nativeAnnotation: the pod's sidecar.istio.io/nativeSidecar v, else the
@@ -353,28 +434,18 @@ var podPatchMeta = func() strategicpatch.LookupPatchMeta {
 	return m
 }()
 
-// mergePod merges overlay (a pod's JSON form) over p with Kubernetes'
-// strategic merge patch: lists with a merge key (containers by name,
-// volumes by name, env by name) merge element by element.
-func mergePod(p *corev1.Pod, overlay map[string]any) (*corev1.Pod, error) {
-	cur, err := toMap(p)
-	if err != nil {
-		return nil, err
-	}
-	out, err := strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, overlay, podPatchMeta)
-	if err != nil {
-		return nil, err
-	}
-	return podFromJSON(out)
-}
-
-// copyJSON deep-copies a decoded JSON value.
+// copyJSON deep-copies a decoded JSON value. A map is cloned whole
+// (maps.Clone copies its table, faster than inserting each key) and its
+// containers replaced by their copies.
 func copyJSON(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = copyJSON(e)
+		m := maps.Clone(x)
+		for k, e := range m {
+			switch e.(type) {
+			case map[string]any, []any:
+				m[k] = copyJSON(e)
+			}
 		}
 		return m
 	case []any:

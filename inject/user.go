@@ -11,23 +11,31 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 )
 
-// reapplyUserContainers lets a user customise what is injected: a
-// container the templates inject that the pod (or its recorded
-// overrides) also defines, for instance its own istio-proxy with other
-// resources, is merged back over the injected one. On first injection
-// the user's definitions are recorded in proxy.istio.io/overrides, so a
-// re-injection can re-apply them. A container the last injection added
-// (named in sidecar.istio.io/status) is not the user's and is left to the
-// new templates.
-func (j *job) reapplyUserContainers(final *corev1.Pod, tmpl *status) (*corev1.Pod, error) {
+// userContainers lets a user customise what is injected: a container
+// the templates inject (tmpl) that the pod (or its recorded overrides)
+// also defines, for instance its own istio-proxy with other resources,
+// is merged back over the injected one. It returns those merges, in
+// order, as pods' JSON forms (render applies them after the templates),
+// and the definitions used. A container the last injection added (named
+// in sidecar.istio.io/status) is not the user's and is left to the new
+// templates.
+func (j *job) userContainers(tmpl *status) ([]map[string]any, overrides, error) {
 	orig := j.pod
+	var used overrides
 	saved, err := parseOverrides(orig.Annotations)
 	if err != nil {
-		return nil, err
+		return nil, used, err
 	}
 	st, injected := parseStatus(orig.Annotations[annotation.SidecarStatus.Name])
-	_, hasStatus := orig.Annotations[annotation.SidecarStatus.Name]
-	var used overrides
+	var out []map[string]any
+	add := func(what string, o corev1.Container, p *corev1.Pod) error {
+		m, err := toMap(p)
+		if err != nil {
+			return fmt.Errorf("%w: applying the pod's own %s %s: %v", ErrPod, o.Name, what, err)
+		}
+		out = append(out, m)
+		return nil
+	}
 	for _, name := range tmpl.Containers {
 		if injected && contains(st.Containers, name) {
 			continue
@@ -44,8 +52,8 @@ func (j *job) reapplyUserContainers(final *corev1.Pod, tmpl *status) (*corev1.Po
 			o.Image = ""
 		}
 		used.Containers = append(used.Containers, o)
-		if final, err = overlayPod(final, &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{o}}}); err != nil {
-			return nil, fmt.Errorf("%w: applying the pod's own %s container: %v", ErrPod, o.Name, err)
+		if err := add("container", o, &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{o}}}); err != nil {
+			return nil, used, err
 		}
 	}
 	for _, name := range tmpl.InitContainers {
@@ -68,14 +76,22 @@ func (j *job) reapplyUserContainers(final *corev1.Pod, tmpl *status) (*corev1.Po
 		}
 		used.InitContainers = append(used.InitContainers, o)
 		// containers: [] keeps the patch from deleting the containers.
-		if final, err = overlayPod(final, &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{}, InitContainers: []corev1.Container{o}}}); err != nil {
-			return nil, fmt.Errorf("%w: applying the pod's own %s init container: %v", ErrPod, o.Name, err)
+		if err := add("init container", o, &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{}, InitContainers: []corev1.Container{o}}}); err != nil {
+			return nil, used, err
 		}
 	}
+	return out, used, nil
+}
+
+// recordUserContainers records, on first injection, the user's
+// definitions of injected containers in proxy.istio.io/overrides (so a
+// re-injection can re-apply them), and follows their user ids.
+func (j *job) recordUserContainers(final *corev1.Pod, used overrides) error {
+	_, hasStatus := j.pod.Annotations[annotation.SidecarStatus.Name]
 	if !hasStatus && len(used.Containers)+len(used.InitContainers) > 0 {
 		b, err := json.Marshal(used)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if final.Annotations == nil {
 			final.Annotations = map[string]string{}
@@ -83,16 +99,7 @@ func (j *job) reapplyUserContainers(final *corev1.Pod, tmpl *status) (*corev1.Po
 		final.Annotations[annotation.ProxyOverrides.Name] = string(b)
 	}
 	j.adjustInitUser(final)
-	return final, nil
-}
-
-// overlayPod merges a pod over p (strategic merge).
-func overlayPod(p, overlay *corev1.Pod) (*corev1.Pod, error) {
-	m, err := toMap(overlay)
-	if err != nil {
-		return nil, err
-	}
-	return mergePod(p, m)
+	return nil
 }
 
 func contains(ss []string, s string) bool {

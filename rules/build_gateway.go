@@ -122,7 +122,7 @@ func newMergedGateway(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 	var hosts []string
 	snap.Configs(index.ConfigVirtualService, func(c *index.Config) bool {
 		vs := vsSpec(c)
-		if vs == nil || !c.ExportTo.VisibleTo(c.Key.Namespace, sc.Namespace) {
+		if vs == nil || !sc.view.vsVisible(snap, c, sc.Namespace) {
 			return true
 		}
 		bound := false
@@ -149,7 +149,7 @@ func newMergedGateway(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 		return true
 	})
 	for _, vss := range m.boundVS {
-		slices.SortFunc(vss, vsCompare(snap, sc.Namespace)) // virtualservice.go
+		slices.SortFunc(vss, vsCompare(sc.view, snap, sc.Namespace)) // virtualservice.go
 	}
 	for _, ref := range refs {
 		c := configByRef(snap, index.ConfigGateway, ref)
@@ -183,6 +183,7 @@ func newMergedGateway(sc *Scope, mesh *encode.Mesh) *mergedGateway {
 		m.sourceLabels = sourceLabelsFor(snap, scopeLabels(sc), withLabels...)
 	}
 	m.computeDigest(snap.Names().ID(), sc.Class.Namespace, sc.Class.Gateways, mesh.DomainSuffix)
+	m.digest = withRouteMesh(m.digest, mesh)               // mesh_routes.go
 	m.digest = withDestinationRules(sc, m.digest, m.dests) // destrule_gateway.go
 	return m
 }
@@ -247,6 +248,8 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			Servers:      p.servers,
 			Authz:        sec.authz,
 			RequestAuthn: sec.ra,
+
+			PathNormalization: mesh.PathNormalization,
 		}
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
@@ -421,6 +424,7 @@ func (m *mergedGateway) computeRouteKeys(sc *Scope, mesh *encode.Mesh, name stri
 			k = &encode.GatewayVirtualHostKey{
 				Namespace: sc.Class.Namespace, DomainSuffix: mesh.DomainSuffix,
 				Port: port, Sources: hi.sources, RequireTLS: hi.requireTLS,
+				Retry: mesh.DefaultRetry,
 			}
 			seen := map[*index.Service]bool{}
 			for _, src := range hi.sources {

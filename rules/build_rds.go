@@ -223,6 +223,7 @@ func (b *rdsBuilder) key(port uint32, svc *index.Service, host string, vs *index
 		Service:        svc,
 		Host:           host,
 		VirtualService: vs,
+		Retry:          b.mesh.DefaultRetry,
 	}
 	if svc != nil {
 		k.Aliases = b.view.aliases[svc.Key.Host]

@@ -138,7 +138,7 @@ func (l *drLookup) consolidated(pool drPool, ns, host index.Sym) drFound {
 	var first *index.Config
 	n := 0
 	l.snap.ConfigsByHost(index.ConfigDestinationRule, host, func(c *index.Config) bool {
-		if c.Key.Namespace != ns || !drInPool(l.snap, c, pool, l.root) {
+		if c.Key.Namespace != ns || !drInPool(l.snap, c, pool, l.root, l.sc.view.exports.drPrivate) {
 			return true
 		}
 		if n == 0 {

@@ -57,8 +57,10 @@ type drEntry struct {
 	selector bool
 }
 
-// drInPool reports whether c belongs to pool (in its own namespace).
-func drInPool(snap *index.Snapshot, c *index.Config, pool drPool, root index.Sym) bool {
+// drInPool reports whether c belongs to pool (in its own namespace);
+// defPrivate: the mesh's default exportTo for rules without one holds "."
+// (meshExports.drPrivate).
+func drInPool(snap *index.Snapshot, c *index.Config, pool drPool, root index.Sym, defPrivate bool) bool {
 	spec := drSpec(c)
 	if spec == nil {
 		return false
@@ -80,21 +82,21 @@ func drInPool(snap *index.Snapshot, c *index.Config, pool drPool, root index.Sym
 		}
 		return false
 	case drPoolExported:
-		return !drPrivateOnly(c, spec, ns)
+		return !drPrivateOnly(c, spec, ns, defPrivate)
 	default:
-		return c.Key.Namespace == root && drPrivateOnly(c, spec, ns)
+		return c.Key.Namespace == root && drPrivateOnly(c, spec, ns, defPrivate)
 	}
 }
 
-// drPrivateOnly: the exportTo set is {"."} or {the rule's namespace}
-// (pilotfish keeps istiod's default DestinationRule exportTo, "*").
-func drPrivateOnly(c *index.Config, spec *networking.DestinationRule, ns string) bool {
+// drPrivateOnly: the exportTo set is {"."} or {the rule's namespace}, or
+// empty when the mesh's default holds "." (istiod's isPrivateOnly).
+func drPrivateOnly(c *index.Config, spec *networking.DestinationRule, ns string, defPrivate bool) bool {
 	if c.HasSelector {
 		return true
 	}
 	list := spec.ExportTo
 	if len(list) == 0 {
-		return false
+		return defPrivate
 	}
 	for _, x := range list {
 		if x != list[0] {
@@ -111,7 +113,7 @@ func (v *configView) mergedDestinationRules(snap *index.Snapshot, k drPoolKey, r
 	got, ok := v.destRules[k]
 	v.drMu.Unlock()
 	if !ok {
-		fresh := consolidateDestinationRules(snap, k, root)
+		fresh := consolidateDestinationRules(snap, k, root, v.exports.drPrivate)
 		v.drMu.Lock()
 		defer v.drMu.Unlock()
 		if got, ok = v.destRules[k]; ok {
@@ -124,7 +126,7 @@ func (v *configView) mergedDestinationRules(snap *index.Snapshot, k drPoolKey, r
 		return fresh
 	}
 	if v.verify {
-		fresh := consolidateDestinationRules(snap, k, root)
+		fresh := consolidateDestinationRules(snap, k, root, v.exports.drPrivate)
 		if !sameDREntries(got, fresh) {
 			panic(fmt.Sprintf("engine: verify: the merged DestinationRules of %s (config version %d) differ from fresh ones: a memo misses an input",
 				snap.String(k.host), v.version))
@@ -141,10 +143,10 @@ func sameDREntries(a, b []drEntry) bool {
 
 // consolidateDestinationRules is istiod's mergeDestinationRule applied to
 // the pool's rules of one host, in istiod's order.
-func consolidateDestinationRules(snap *index.Snapshot, k drPoolKey, root index.Sym) []drEntry {
+func consolidateDestinationRules(snap *index.Snapshot, k drPoolKey, root index.Sym, defPrivate bool) []drEntry {
 	var rules []*index.Config
 	snap.ConfigsByHost(index.ConfigDestinationRule, k.host, func(c *index.Config) bool {
-		if c.Key.Namespace == k.ns && drInPool(snap, c, k.pool, root) {
+		if c.Key.Namespace == k.ns && drInPool(snap, c, k.pool, root, defPrivate) {
 			rules = append(rules, c)
 		}
 		return true

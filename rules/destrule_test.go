@@ -131,7 +131,7 @@ func TestDestinationRuleLookup(t *testing.T) {
 			snap := f.apply()
 			s, _, _ := snap.Service(svc.Key)
 			// A view without verify mode: the allocation count is the lookup's.
-			sc := NewScopeIn(newConfigView(snap.ConfigVersion, false, nil), snap,
+			sc := NewScopeIn(newConfigView(snap.ConfigVersion, false, nil, nil), snap,
 				&encode.ProxyClass{Type: encode.ProxySidecar, Namespace: tc.proxyNS, Labels: tc.labels})
 			lookup := destinationRule
 			if tc.inbound {

@@ -7,7 +7,8 @@
 // its Sidecar's egress, sidecar.go, whose egress listeners with a port,
 // bind or captureMode shape the outbound listeners and routes,
 // sidecar_egress.go; its inbound side, instances.go and
-// sidecar_ingress.go), the VirtualService, DestinationRule and security
+// sidecar_ingress.go; the mesh's exportTo defaults for objects that set
+// none, exportto.go), the VirtualService, DestinationRule and security
 // policy rules (virtualservice*.go: precedence, match sourceLabels,
 // delegation; destrule.go and destrule_pool.go: istiod's DestinationRule
 // pools, merging and workloadSelector; authn.go: PeerAuthentication

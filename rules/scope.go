@@ -69,7 +69,7 @@ func NewScopeIn(view *configView, snap *index.Snapshot, class *encode.ProxyClass
 			m scopeMemo
 			v configView
 		}{}
-		blk.v.init(snap.ConfigVersion, encode.VerifyFromEnv(), nil)
+		blk.v.init(snap.ConfigVersion, encode.VerifyFromEnv(), nil, nil)
 		s, blk.s.memo, view = &blk.s, &blk.m, &blk.v
 	} else {
 		blk := &struct {
@@ -83,8 +83,8 @@ func NewScopeIn(view *configView, snap *index.Snapshot, class *encode.ProxyClass
 	o := scopeHostsPool.Get().(*scopeHosts)
 	defer scopeHostsPool.Put(o)
 	defer o.reset()
-	s.Egress.visitServices(snap, ns, func(id index.ServiceID, svc *index.Service) bool {
-		if svc.ExportTo.VisibleTo(svc.Key.Namespace, ns) {
+	s.Egress.visitServices(view, snap, ns, func(id index.ServiceID, svc *index.Service) bool {
+		if view.serviceVisible(snap, svc, ns) {
 			o.add(id, svc)
 		}
 		return true

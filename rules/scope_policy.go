@@ -120,7 +120,7 @@ func (sc *Scope) HoldsConfig(kind index.ConfigKind, key index.ConfigKey) bool {
 		if len(c.Hosts) == 0 {
 			return sc.holdsDelegate(key) // virtualservice_delegate.go
 		}
-		return c.ExportTo.VisibleTo(c.Key.Namespace, sc.Namespace) && sc.Egress.seesConfig(sc.Snapshot, c)
+		return sc.view.vsVisible(sc.Snapshot, c, sc.Namespace) && sc.Egress.seesConfig(sc.Snapshot, c)
 	}
 	for _, h := range c.Hosts {
 		if _, ok := sc.ByHost[h]; ok || strings.HasPrefix(sc.Snapshot.String(h), "*") {

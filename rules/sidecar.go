@@ -332,7 +332,7 @@ func destServices(snap *index.Snapshot, ns index.Sym, host string, fn func(index
 // (visiting only the namespaces they name, when none is "*") and the
 // destinations of the VirtualServices they import. visit still applies
 // exportTo.
-func (e *egress) visitServices(snap *index.Snapshot, ns index.Sym, visit func(index.ServiceID, *index.Service) bool) {
+func (e *egress) visitServices(view *configView, snap *index.Snapshot, ns index.Sym, visit func(index.ServiceID, *index.Service) bool) {
 	if e == nil {
 		snap.Services(visit)
 		return
@@ -355,7 +355,7 @@ func (e *egress) visitServices(snap *index.Snapshot, ns index.Sym, visit func(in
 	var hosts []string
 	visitVS := func(c *index.Config) bool {
 		vs := vsSpec(c)
-		if vs == nil || !boundToMesh(vs) || !c.ExportTo.VisibleTo(c.Key.Namespace, ns) || !e.seesConfig(snap, c) {
+		if vs == nil || !boundToMesh(vs) || !view.vsVisible(snap, c, ns) || !e.seesConfig(snap, c) {
 			return true
 		}
 		hosts = vsDestinations(vs, hosts[:0])
@@ -363,7 +363,7 @@ func (e *egress) visitServices(snap *index.Snapshot, ns index.Sym, visit func(in
 			destServices(snap, c.Key.Namespace, h, func(id index.ServiceID) { visit(id, snap.ServiceByID(id)) })
 		}
 		if len(c.Delegates) > 0 { // virtualservice_delegate.go
-			delegateDestinations(snap, c, func(ns index.Sym, h string) {
+			delegateDestinations(view, snap, c, func(ns index.Sym, h string) {
 				destServices(snap, ns, h, func(id index.ServiceID) { visit(id, snap.ServiceByID(id)) })
 			})
 		}

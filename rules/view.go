@@ -36,6 +36,10 @@ import (
 type configView struct {
 	version uint64 // index.Snapshot.ConfigVersion
 	verify  bool
+	// mesh is the mesh the view was made for (nil: istiod's defaults), and
+	// exports its exportTo defaults (exportto.go).
+	mesh    *encode.Mesh
+	exports meshExports
 
 	autoPassthrough lazyBool
 	// delegated holds the merged rows of root VirtualServices
@@ -54,14 +58,15 @@ type configView struct {
 	failoverKeys atomic.Pointer[[]string]
 }
 
-func newConfigView(version uint64, verify bool, prev *configView) *configView {
+func newConfigView(version uint64, verify bool, prev *configView, mesh *encode.Mesh) *configView {
 	v := &configView{}
-	v.init(version, verify, prev)
+	v.init(version, verify, prev, mesh)
 	return v
 }
 
-func (v *configView) init(version uint64, verify bool, prev *configView) {
+func (v *configView) init(version uint64, verify bool, prev *configView, mesh *encode.Mesh) {
 	v.version, v.verify = version, verify
+	v.mesh, v.exports = mesh, newMeshExports(mesh)
 	if prev != nil {
 		prev.mu.Lock()
 		v.prev = prev.gateways
@@ -76,21 +81,36 @@ type Views struct {
 	// Verify: check memos against fresh values (the cache's verify mode).
 	Verify bool
 	mu     sync.Mutex
-	cur    *configView // guarded by mu
+	cur    *configView  // guarded by mu
+	mesh   *encode.Mesh // guarded by mu
 }
 
-// Of returns the view for snap's config version. A snapshot older than the
-// current view's (a build racing a config change) gets a view of its own.
+// SetMesh sets the mesh whose settings views resolve visibility with (the
+// exportTo defaults, exportto.go); nil is istiod's defaults. The engine
+// sets it before its first scope and again when the mesh changes: views
+// handed out later are of the new mesh, and the scopes of the old one must
+// be dropped (their visible services were decided with it).
+func (vs *Views) SetMesh(m *encode.Mesh) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	vs.mesh = m
+}
+
+// Of returns the view for snap's config version and the current mesh. A
+// snapshot older than the current view's (a build racing a config change)
+// gets a view of its own.
 func (vs *Views) Of(snap *index.Snapshot) *configView {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	switch cur := vs.cur; {
-	case cur != nil && cur.version == snap.ConfigVersion:
+	case cur != nil && cur.version == snap.ConfigVersion && cur.mesh == vs.mesh:
 		return cur
 	case cur != nil && cur.version > snap.ConfigVersion:
-		return newConfigView(snap.ConfigVersion, vs.Verify, nil)
+		return newConfigView(snap.ConfigVersion, vs.Verify, nil, vs.mesh)
 	}
-	vs.cur = newConfigView(snap.ConfigVersion, vs.Verify, vs.cur)
+	// A new version or mesh: merged gateways of the last view are reused
+	// through their digests, which hold the mesh's part (withRouteMesh).
+	vs.cur = newConfigView(snap.ConfigVersion, vs.Verify, vs.cur, vs.mesh)
 	return vs.cur
 }
 

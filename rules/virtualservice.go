@@ -100,9 +100,15 @@ func boundToMesh(vs *networking.VirtualService) bool {
 
 // vsGroup is the precedence group of a VirtualService visible from ns:
 // 0 private to ns, 1 exported to ns by name, 2 public.
-func vsGroup(c *index.Config, ns index.Sym) int {
+// A VirtualService without exportTo is grouped by the mesh's default
+// (exportto.go), as istiod files it.
+func vsGroup(v *configView, c *index.Config, ns index.Sym) int {
 	e := &c.ExportTo
-	if !e.Private && len(e.Namespaces) == 0 {
+	if e.Unset {
+		if d := &v.exports.virtualService; d.all {
+			return 2
+		}
+	} else if !e.Private && len(e.Namespaces) == 0 {
 		return 2
 	}
 	if c.Key.Namespace == ns {
@@ -117,10 +123,10 @@ func vsGroup(c *index.Config, ns index.Sym) int {
 // first (sortConfigByCreationTime), then by name, then by namespace.
 // Objects without a creation time (a config directory's, unless it
 // writes one) sort as the oldest.
-func vsCompare(snap *index.Snapshot, ns index.Sym) func(a, b *index.Config) int {
+func vsCompare(v *configView, snap *index.Snapshot, ns index.Sym) func(a, b *index.Config) int {
 	byAge := byCreationTime(snap) // sort.go
 	return func(a, b *index.Config) int {
-		if c := cmp.Compare(vsGroup(a, ns), vsGroup(b, ns)); c != 0 {
+		if c := cmp.Compare(vsGroup(v, a, ns), vsGroup(v, b, ns)); c != 0 {
 			return c
 		}
 		return byAge(a, b)
@@ -142,12 +148,12 @@ func newRouteView(sc *Scope, mesh *encode.Mesh) *routeView {
 	}
 	snap.Configs(index.ConfigVirtualService, func(c *index.Config) bool {
 		vs := vsSpec(c)
-		if vs != nil && boundToMesh(vs) && c.ExportTo.VisibleTo(c.Key.Namespace, sc.Namespace) && sc.Egress.seesConfig(snap, c) {
+		if vs != nil && boundToMesh(vs) && sc.view.vsVisible(snap, c, sc.Namespace) && sc.Egress.seesConfig(snap, c) {
 			v.virtualServices = append(v.virtualServices, sc.vsRow(c, mesh.DomainSuffix)) // virtualservice_delegate.go
 		}
 		return true
 	})
-	slices.SortFunc(v.virtualServices, vsCompare(snap, sc.Namespace))
+	slices.SortFunc(v.virtualServices, vsCompare(sc.view, snap, sc.Namespace))
 
 	// Which VirtualService routes each service: exact hosts first (the
 	// earliest VirtualService wins), then the most specific wildcard.

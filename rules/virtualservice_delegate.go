@@ -51,7 +51,7 @@ func (sc *Scope) vsRow(c *index.Config, suffix string) *index.Config {
 	if m, ok := sc.view.delegated.Load(k); ok {
 		return m.(*index.Config)
 	}
-	m, _ := sc.view.delegated.LoadOrStore(k, delegatedRow(sc.Snapshot, c, suffix))
+	m, _ := sc.view.delegated.LoadOrStore(k, delegatedRow(sc.view, sc.Snapshot, c, suffix))
 	return m.(*index.Config)
 }
 
@@ -71,13 +71,13 @@ func (sc *Scope) holdsDelegate(key index.ConfigKey) bool {
 // delegate returns the VirtualService key names for root, or nil when
 // istiod would not find it: absent, with hosts, or not exported to the
 // root's namespace.
-func delegate(snap *index.Snapshot, root *index.Config, key index.ConfigKey) (*index.Config, *networking.VirtualService) {
+func delegate(view *configView, snap *index.Snapshot, root *index.Config, key index.ConfigKey) (*index.Config, *networking.VirtualService) {
 	d, ok := snap.Config(index.ConfigVirtualService, key)
 	if !ok {
 		return nil, nil
 	}
 	spec := vsSpec(d)
-	if spec == nil || len(spec.GetHosts()) > 0 || !d.ExportTo.VisibleTo(d.Key.Namespace, root.Key.Namespace) {
+	if spec == nil || len(spec.GetHosts()) > 0 || !view.vsVisible(snap, d, root.Key.Namespace) {
 		return nil, nil
 	}
 	return d, spec
@@ -87,7 +87,7 @@ func delegate(snap *index.Snapshot, root *index.Config, key index.ConfigKey) (*i
 // delegate's routes are resolved in the delegate's namespace, and the
 // gateways its matches name too (istiod resolves short names before it
 // merges); the root's are resolved in the root's, as encode would.
-func delegatedRow(snap *index.Snapshot, root *index.Config, suffix string) *index.Config {
+func delegatedRow(view *configView, snap *index.Snapshot, root *index.Config, suffix string) *index.Config {
 	spec := proto.Clone(vsSpec(root)).(*networking.VirtualService)
 	rootNS := snap.String(root.Key.Namespace)
 	d := xxhash.New()
@@ -108,7 +108,7 @@ func delegatedRow(snap *index.Snapshot, root *index.Config, suffix string) *inde
 		}
 		key := root.Delegates[di]
 		di++
-		dc, ds := delegate(snap, root, key)
+		dc, ds := delegate(view, snap, root, key)
 		u64(uint64(key.Namespace)<<32 | uint64(key.Name))
 		if dc == nil {
 			u64(0)
@@ -135,7 +135,7 @@ func delegatedRow(snap *index.Snapshot, root *index.Config, suffix string) *inde
 // delegateDestinations calls visit with the destination hosts of the
 // routes root's delegates contribute, each with the namespace it is
 // written in: what a Sidecar that imports root imports through them.
-func delegateDestinations(snap *index.Snapshot, root *index.Config, visit func(ns index.Sym, host string)) {
+func delegateDestinations(view *configView, snap *index.Snapshot, root *index.Config, visit func(ns index.Sym, host string)) {
 	rootNS := snap.String(root.Key.Namespace)
 	di := 0
 	for _, r := range vsSpec(root).GetHttp() {
@@ -144,7 +144,7 @@ func delegateDestinations(snap *index.Snapshot, root *index.Config, visit func(n
 		}
 		key := root.Delegates[di]
 		di++
-		dc, ds := delegate(snap, root, key)
+		dc, ds := delegate(view, snap, root, key)
 		if dc == nil {
 			continue
 		}

@@ -44,10 +44,14 @@ func addInjectFlags(f *pflag.FlagSet, o *injectOptions) {
 	f.StringVar(&o.valuesFile, "inject-values", "", "the injector's Helm values (the `values` key of the istio-sidecar-injector ConfigMap); required with --inject-config")
 	f.StringVar(&o.meshFile, "inject-mesh-config", "", "the mesh config injection reads (the `mesh` key of ConfigMap istio); overrides the mesh config in force; empty: the mesh config serve reads (--mesh-config, ConfigMap istio, istiod's defaults; docs/mesh-config.md)")
 	f.BoolVar(&o.native, "inject-native-sidecars", envString("ENABLE_NATIVE_SIDECARS", "false") == "true", "inject the proxy as a Kubernetes native sidecar (ENABLE_NATIVE_SIDECARS=true; istiod's \"auto\" is not supported); a pod's sidecar.istio.io/nativeSidecar wins")
-	f.StringVar(&o.revision, "inject-revision", envString("REVISION", ""), "the istio.io/rev the injector serves, rendered into pods (REVISION); empty is the default revision")
+	f.StringVar(&o.revision, "revision", envString("REVISION", ""), "the control plane's revision (REVISION): the istio.io/rev the injector serves, rendered into pods, and the Istio config read: objects without an istio.io/rev label and those labelled with this revision (empty: all; istiod's rule)")
+	// The flag's name before it selected config too; old command lines
+	// keep working.
+	f.StringVar(&o.revision, "inject-revision", envString("REVISION", ""), "deprecated name of --revision")
+	_ = f.MarkDeprecated("inject-revision", "use --revision")
 	f.DurationVar(&o.reload, "inject-reload", 5*time.Second, "re-read the injector files this often when they changed (0: never); a file that does not parse keeps the last good settings")
-	f.BoolVar(&o.configMaps, "inject-configmaps", true, "with an API server, read and watch istiod's injector ConfigMap istio-sidecar-injector (keys config, values; istio-sidecar-injector-REVISION for a non-default --inject-revision) in --inject-namespace; --inject-config and --inject-values override it; a ConfigMap that does not parse keeps the last good settings (the mesh config, ConfigMap istio, is the mesh config reader's: --mesh-configmap)")
-	f.BoolVar(&o.webhookCABundle, "inject-webhook-cabundle", false, "the elected replica keeps the caBundle of the sidecar-injector webhooks (names ending in "+injectWebhookSuffix+") of every MutatingWebhookConfiguration labelled istio.io/rev=<--inject-revision, or default> equal to pilotfish's CA roots, as istiod does (with an API server, and without --webhook-cert); off: leave them alone (an istiod may own them)")
+	f.BoolVar(&o.configMaps, "inject-configmaps", true, "with an API server, read and watch istiod's injector ConfigMap istio-sidecar-injector (keys config, values; istio-sidecar-injector-REVISION for a non-default --revision) in --inject-namespace; --inject-config and --inject-values override it; a ConfigMap that does not parse keeps the last good settings (the mesh config, ConfigMap istio, is the mesh config reader's: --mesh-configmap)")
+	f.BoolVar(&o.webhookCABundle, "inject-webhook-cabundle", false, "the elected replica keeps the caBundle of the sidecar-injector webhooks (names ending in "+injectWebhookSuffix+") of every MutatingWebhookConfiguration labelled istio.io/rev=<--revision, or default> equal to pilotfish's CA roots, as istiod does (with an API server, and without --webhook-cert); off: leave them alone (an istiod may own them)")
 	f.StringVar(&o.namespace, "inject-namespace", envString("POD_NAMESPACE", "istio-system"), "namespace of the injector's ConfigMaps (POD_NAMESPACE)")
 }
 

@@ -33,7 +33,7 @@ func addMeshFlags(f *pflag.FlagSet, o *meshOptions) {
 		"it wins over ConfigMap istio from the API server and from --config-dir (PILOTFISH_MESH_CONFIG)")
 	f.StringVar(&o.file, "meshConfig", "", "alias of --mesh-config, istiod's spelling")
 	_ = f.MarkHidden("meshConfig")
-	f.BoolVar(&o.configMap, "mesh-configmap", true, "with an API server, read and watch ConfigMap istio (istio-REVISION for a non-default --inject-revision) in --inject-namespace, keys mesh and meshNetworks, for the control plane and sidecar injection (one watch)")
+	f.BoolVar(&o.configMap, "mesh-configmap", true, "with an API server, read and watch ConfigMap istio (istio-REVISION for a non-default --revision) in --inject-namespace, keys mesh and meshNetworks, for the control plane and sidecar injection (one watch)")
 }
 
 // meshInput is one source's mesh config document.
@@ -219,6 +219,7 @@ func (in meshInput) place(problems []error) []error {
 // win (logged once each).
 func (s *meshState) settingsLocked(mc *meshv1.MeshConfig) engine.MeshSettings {
 	st := s.base
+	st.Config = mc
 	st.RootNamespace = mc.RootNamespace
 	st.ConnectTimeout = mc.GetConnectTimeout().AsDuration()
 	st.ProtocolDetectionTimeout = mc.GetProtocolDetectionTimeout().AsDuration()

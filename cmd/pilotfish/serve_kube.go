@@ -108,6 +108,7 @@ func newSources(o *serveOptions, log *slog.Logger) (*configSources, error) {
 		}
 		s.file = ingest.NewFileSource(w, ingest.FileSourceOptions{
 			Dir: o.configDir, DomainSuffix: o.domain, Logger: log, Resync: resyncOption(o.resync), Precedence: prec,
+			Revision: o.inject.revision,
 		})
 	}
 	if cfg != nil {
@@ -125,6 +126,7 @@ func newSources(o *serveOptions, log *slog.Logger) (*configSources, error) {
 			DiscoveryInterval: o.kube.discoveryInterval,
 			Secrets:           o.kube.watchSecrets,
 			Precedence:        prec,
+			Revision:          o.inject.revision,
 			Logger:            log.With("cluster", o.kube.clusterID, "api-server", cfg.Host),
 		})
 	}

@@ -22,3 +22,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "pilotfish.injectorName" -}}
 {{- if and .Values.revision (ne .Values.revision "default") }}istio-sidecar-injector-{{ .Values.revision }}{{ else }}istio-sidecar-injector{{ end }}
 {{- end }}
+
+{{/* The mesh ConfigMap istiod reads for this revision: istio, istio-<revision>. */}}
+{{- define "pilotfish.meshConfigName" -}}
+{{- if and .Values.revision (ne .Values.revision "default") }}istio-{{ .Values.revision }}{{ else }}istio{{ end }}
+{{- end }}
+
+{{/* This chart's Service on istiod's TLS port: where injected proxies and
+     istio-agent find their control plane and CA. */}}
+{{- define "pilotfish.discoveryAddress" -}}
+{{ .Values.serviceName }}.{{ .Release.Namespace }}.svc:15012
+{{- end }}

@@ -1,0 +1,71 @@
+package engine_test
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/engine"
+	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/serve"
+)
+
+// TestSetMeshExportToDefaults: a mesh change of defaultServiceExportTo
+// reaches running proxies without any config change: the class scopes made
+// with the old mesh are dropped, so a Service without exportTo becomes
+// private to its namespace for the sidecar of another one, and visible
+// again when the default goes back.
+func TestSetMeshExportToDefaults(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := index.NewWriter()
+	sy := w.Symbols()
+	var b index.Batch
+	b.PutService(index.Service{Key: index.ServiceKey{Host: sy.Intern("reviews.shop.svc.cluster.local"), Namespace: sy.Intern("shop")},
+		Name: sy.Intern("reviews"), Origin: index.OriginKubernetes, ExportTo: index.ExportTo{Unset: true},
+		Addresses: []netip.Prefix{netip.MustParsePrefix("10.96.0.30/32")},
+		Ports:     []index.Port{{Name: sy.Intern("http"), Number: 80, Protocol: index.ProtocolHTTP}}})
+	w.Apply(&b)
+	eng := engine.New(w, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: encode.DefaultMesh()})
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); eng.Run(runCtx) }()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(serve.ServerOptions()...)
+	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+
+	addr := lis.Addr().String()
+	home := newMeshClient(t, ctx, addr, "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop")
+	other := newMeshClient(t, ctx, addr, "sidecar~10.1.0.2~b-1.other~other.svc.cluster.local", "other")
+	const cluster = "outbound|80||reviews.shop.svc.cluster.local"
+	for _, c := range []*meshClient{home, other} {
+		c.waitFor(t, ctx, "reviews visible under istiod's default", func() bool { return c.has(engine.TypeCluster, cluster) })
+	}
+
+	private := encode.DefaultMesh()
+	private.DefaultServiceExportTo = []string{"."}
+	if !eng.SetMesh(private) {
+		t.Fatal("defaultServiceExportTo [.] is not a change")
+	}
+	other.waitFor(t, ctx, "reviews hidden from other namespaces", func() bool { return !other.has(engine.TypeCluster, cluster) })
+	if !home.has(engine.TypeCluster, cluster) {
+		t.Error("reviews hidden from its own namespace")
+	}
+
+	if !eng.SetMesh(encode.DefaultMesh()) {
+		t.Fatal("back to the default is not a change")
+	}
+	other.waitFor(t, ctx, "reviews visible again", func() bool { return other.has(engine.TypeCluster, cluster) })
+}
