@@ -64,6 +64,10 @@ type PushView struct {
 	Responses map[string]int `json:"responses"`
 	// Bytes sums their sizes by type.
 	Bytes map[string]int `json:"bytes"`
+	// LastSent is when the last of those responses was sent (absent
+	// before the first): with Time, how long the push took to reach its
+	// last proxy.
+	LastSent time.Time `json:"lastSent,omitzero"`
 }
 
 // NewPushStatus returns an empty PushStatus; snap, if set, gives the
@@ -109,6 +113,7 @@ func (p *PushStatus) Sent(typ string, bytes int) {
 		last := p.recent[n-1]
 		last.Responses[typ]++
 		last.Bytes[typ] += bytes
+		last.LastSent = time.Now()
 	}
 	p.mu.Unlock()
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	meshv1 "istio.io/api/mesh/v1alpha1"
+
 	"github.com/pilotfish-mesh/pilotfish/inject"
 )
 
@@ -24,7 +26,7 @@ import (
 type injectOptions struct {
 	configFile string // the `config` key of istiod's istio-sidecar-injector ConfigMap
 	valuesFile string // its `values` key
-	meshFile   string // the `mesh` key of ConfigMap istio; empty: istiod's defaults
+	meshFile   string // the `mesh` key of ConfigMap istio; empty: the mesh config in force (mesh.go)
 	native     bool
 	revision   string
 	reload     time.Duration
@@ -40,7 +42,7 @@ type injectOptions struct {
 func addInjectFlags(f *pflag.FlagSet, o *injectOptions) {
 	f.StringVar(&o.configFile, "inject-config", "", "the injector config (the `config` key of istiod's istio-sidecar-injector ConfigMap): serve sidecar injection on the webhook port (POST "+inject.Path+"); overrides the ConfigMap's; empty: the ConfigMap's (--inject-configmaps), else no injection")
 	f.StringVar(&o.valuesFile, "inject-values", "", "the injector's Helm values (the `values` key of the istio-sidecar-injector ConfigMap); required with --inject-config")
-	f.StringVar(&o.meshFile, "inject-mesh-config", "", "the mesh config injection reads (the `mesh` key of ConfigMap istio); overrides the ConfigMap's; empty: the ConfigMap's (--inject-configmaps), else istiod's built-in defaults")
+	f.StringVar(&o.meshFile, "inject-mesh-config", "", "the mesh config injection reads (the `mesh` key of ConfigMap istio); overrides the mesh config in force; empty: the mesh config serve reads (--mesh-config, ConfigMap istio, istiod's defaults; docs/mesh-config.md)")
 	f.BoolVar(&o.native, "inject-native-sidecars", envString("ENABLE_NATIVE_SIDECARS", "false") == "true", "inject the proxy as a Kubernetes native sidecar (ENABLE_NATIVE_SIDECARS=true; istiod's \"auto\" is not supported); a pod's sidecar.istio.io/nativeSidecar wins")
 	f.StringVar(&o.revision, "revision", envString("REVISION", ""), "the control plane's revision (REVISION): the istio.io/rev the injector serves, rendered into pods, and the Istio config read: objects without an istio.io/rev label and those labelled with this revision (empty: all; istiod's rule)")
 	// The flag's name before it selected config too; old command lines
@@ -48,7 +50,7 @@ func addInjectFlags(f *pflag.FlagSet, o *injectOptions) {
 	f.StringVar(&o.revision, "inject-revision", envString("REVISION", ""), "deprecated name of --revision")
 	_ = f.MarkDeprecated("inject-revision", "use --revision")
 	f.DurationVar(&o.reload, "inject-reload", 5*time.Second, "re-read the injector files this often when they changed (0: never); a file that does not parse keeps the last good settings")
-	f.BoolVar(&o.configMaps, "inject-configmaps", true, "with an API server, read and watch istiod's injector ConfigMaps in --inject-namespace: istio-sidecar-injector (keys config, values) and istio (key mesh), with a -REVISION suffix for a non-default --revision; the --inject-* files override them; a ConfigMap that does not parse keeps the last good settings")
+	f.BoolVar(&o.configMaps, "inject-configmaps", true, "with an API server, read and watch istiod's injector ConfigMap istio-sidecar-injector (keys config, values; istio-sidecar-injector-REVISION for a non-default --revision) in --inject-namespace; --inject-config and --inject-values override it; a ConfigMap that does not parse keeps the last good settings (the mesh config, ConfigMap istio, is the mesh config reader's: --mesh-configmap)")
 	f.BoolVar(&o.webhookCABundle, "inject-webhook-cabundle", false, "the elected replica keeps the caBundle of the sidecar-injector webhooks (names ending in "+injectWebhookSuffix+") of every MutatingWebhookConfiguration labelled istio.io/rev=<--revision, or default> equal to pilotfish's CA roots, as istiod does (with an API server, and without --webhook-cert); off: leave them alone (an istiod may own them)")
 	f.StringVar(&o.namespace, "inject-namespace", envString("POD_NAMESPACE", "istio-system"), "namespace of the injector's ConfigMaps (POD_NAMESPACE)")
 }
@@ -68,6 +70,9 @@ type injectInput struct {
 	set    bool
 	// missing: a ConfigMap without the key (an error, not an empty input).
 	missing bool
+	// mesh is the mesh config in force (inputMesh from the mesh config
+	// reader), already parsed and validated; nil: parse data.
+	mesh *meshv1.MeshConfig
 }
 
 // errInjectKeyMissing: an injector ConfigMap lacks a key it must have.
@@ -143,7 +148,9 @@ func (s *injectState) rebuildLocked() error {
 		return fmt.Errorf("%s: %w", vals.origin, err)
 	}
 	mesh := inject.DefaultMesh()
-	if m := s.inputs[inputMesh]; m.set {
+	if m := s.inputs[inputMesh]; m.mesh != nil {
+		mesh = m.mesh
+	} else if m.set {
 		if mesh, err = inject.ParseMesh(m.data); err != nil {
 			return fmt.Errorf("%s: %w", m.origin, err)
 		}
@@ -167,6 +174,17 @@ func (s *injectState) rebuildLocked() error {
 	}
 	s.log.Info("injector settings reloaded", "templates", c.TemplateNames(), "policy", c.Policy, "config", cfg.origin)
 	return nil
+}
+
+// useMesh makes mc (read only, shared with the mesh config's other
+// readers) the mesh config injection reads, unless --inject-mesh-config
+// gives one: the injector subscribes to the mesh config reader (mesh.go)
+// rather than watching ConfigMap istio itself.
+func (s *injectState) useMesh(mc *meshv1.MeshConfig) {
+	if s.o.meshFile != "" {
+		return
+	}
+	_ = s.set(map[int]injectInput{inputMesh: {mesh: mc, origin: "the mesh config", set: true}}) // logged and counted
 }
 
 // injector is the injector in force (nil before the first good set).
@@ -266,9 +284,10 @@ func (f *injectFiles) read() (map[int]injectInput, error) {
 
 // serveInjection mounts sidecar injection on the webhook server when it
 // has settings to inject with: the --inject-* files, or (with an API
-// server and --inject-configmaps) istiod's ConfigMaps, which it then
-// watches. It returns nil when injection is off.
-func (w *webhookServer) serveInjection(ctx context.Context, so *serveOptions, reg prometheus.Registerer, log *slog.Logger) (*injectState, error) {
+// server and --inject-configmaps) istiod's injector ConfigMap, which it
+// then watches. Its mesh config is mesh's (the one in force) unless
+// --inject-mesh-config gives one. It returns nil when injection is off.
+func (w *webhookServer) serveInjection(ctx context.Context, so *serveOptions, mesh *meshState, reg prometheus.Registerer, log *slog.Logger) (*injectState, error) {
 	o := so.inject
 	if o.configFile != "" && o.valuesFile == "" {
 		return nil, errors.New("--inject-config needs --inject-values")
@@ -293,6 +312,9 @@ func (w *webhookServer) serveInjection(ctx context.Context, so *serveOptions, re
 	}
 	log = log.With("component", "injector")
 	s := newInjectState(o, reg, log)
+	if mesh != nil {
+		mesh.subscribe(s.useMesh)
+	}
 	files := &injectFiles{o: o}
 	if o.configFile != "" || o.meshFile != "" {
 		in, err := files.read()
@@ -318,7 +340,7 @@ func (w *webhookServer) serveInjection(ctx context.Context, so *serveOptions, re
 			reloadInjector(ctx, s, files, o.reload)
 		})
 	}
-	if client != nil && (o.configFile == "" || o.meshFile == "") {
+	if client != nil && o.configFile == "" {
 		go pprof.Do(ctx, pprof.Labels("component", "injector-configmaps"), func(ctx context.Context) {
 			watchInjectConfigMaps(ctx, client, s)
 		})

@@ -29,15 +29,17 @@ func configMapNames(revision string) (injector, mesh string) {
 }
 
 // watchInjectConfigMaps keeps the injector's settings equal to its
-// ConfigMaps for every input no --inject-* file gives, until ctx ends.
-// Each ConfigMap is watched alone (a field selector on its name), so
-// nothing else of the namespace is cached. A ConfigMap that is deleted
-// leaves the last settings in force (as istiod does); one that does not
-// parse is reported and changes nothing.
+// ConfigMap istio-sidecar-injector (keys config and values) unless
+// --inject-config gives them, until ctx ends. It is watched alone (a
+// field selector on its name), so nothing else of the namespace is
+// cached. A ConfigMap that is deleted leaves the last settings in force
+// (as istiod does); one that does not parse is reported and changes
+// nothing. The mesh config (ConfigMap istio) is not watched here: the
+// injector subscribes to the mesh config reader's (injectState.useMesh).
 func watchInjectConfigMaps(ctx context.Context, client kubernetes.Interface, s *injectState) {
-	injName, meshName := configMapNames(s.o.revision)
+	injName, _ := configMapNames(s.o.revision)
 	ns := s.o.namespace
-	log := s.log.With("namespace", ns, "configmaps", []string{injName, meshName})
+	log := s.log.With("namespace", ns, "configmap", injName)
 	dirty := make(chan struct{}, 1)
 	mark := func(any) {
 		select {
@@ -45,71 +47,48 @@ func watchInjectConfigMaps(ctx context.Context, client kubernetes.Interface, s *
 		default:
 		}
 	}
-	handler := cache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}
-	watch := func(name string) (cache.SharedIndexInformer, informers.SharedInformerFactory) {
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			}))
-		inf := f.Core().V1().ConfigMaps().Informer()
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			log.Error("configmap informer", "err", err)
-		}
-		return inf, f
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", injName).String()
+		}))
+	inf := f.Core().V1().ConfigMaps().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}); err != nil {
+		log.Error("configmap informer", "err", err)
 	}
-	injInf, injF := watch(injName)
-	meshInf, meshF := watch(meshName)
-	injF.Start(ctx.Done())
-	meshF.Start(ctx.Done())
-	defer injF.Shutdown()
-	defer meshF.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), injInf.HasSynced, meshInf.HasSynced) {
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return
 	}
-	get := func(inf cache.SharedIndexInformer, name string) *corev1.ConfigMap {
-		obj, ok, err := inf.GetStore().GetByKey(ns + "/" + name)
+	get := func() *corev1.ConfigMap {
+		obj, ok, err := inf.GetStore().GetByKey(ns + "/" + injName)
 		if err != nil || !ok {
 			return nil
 		}
 		cm, _ := obj.(*corev1.ConfigMap)
 		return cm
 	}
-	// The versions last applied, so a resync or an unrelated event does
-	// not re-parse (nor re-report) the same ConfigMaps.
-	var injVersion, meshVersion string
+	// The version last applied, so a resync or an unrelated event does
+	// not re-parse (nor re-report) the same ConfigMap.
+	var injVersion string
 	for {
-		in := map[int]injectInput{}
-		if s.o.configFile == "" {
-			cm := get(injInf, injName)
-			switch {
-			case cm == nil && injVersion == "":
-				log.Info("no injector ConfigMap yet: /inject answers 503 until it exists", "name", injName)
-				injVersion = "absent"
-			case cm == nil:
-				if injVersion != "deleted" {
-					log.Warn("injector ConfigMap deleted; keeping the last settings", "name", injName)
-					injVersion = "deleted"
-				}
-			case cm.ResourceVersion != injVersion:
-				injVersion = cm.ResourceVersion
-				origin := "ConfigMap " + ns + "/" + injName + " key "
-				in[inputConfig] = configMapKey(cm, "config", origin+"config")
-				in[inputValues] = configMapKey(cm, "values", origin+"values")
+		cm := get()
+		switch {
+		case cm == nil && injVersion == "":
+			log.Info("no injector ConfigMap yet: /inject answers 503 until it exists")
+			injVersion = "absent"
+		case cm == nil:
+			if injVersion != "deleted" {
+				log.Warn("injector ConfigMap deleted; keeping the last settings")
+				injVersion = "deleted"
 			}
-		}
-		if s.o.meshFile == "" {
-			if cm := get(meshInf, meshName); cm != nil && cm.ResourceVersion != meshVersion {
-				meshVersion = cm.ResourceVersion
-				// A mesh ConfigMap without the key is istiod's defaults.
-				if _, ok := cm.Data["mesh"]; ok {
-					in[inputMesh] = configMapKey(cm, "mesh", "ConfigMap "+ns+"/"+meshName+" key mesh")
-				} else {
-					in[inputMesh] = injectInput{}
-				}
-			}
-		}
-		if len(in) > 0 {
-			_ = s.set(in) // logged, counted and reported
+		case cm.ResourceVersion != injVersion:
+			injVersion = cm.ResourceVersion
+			origin := "ConfigMap " + ns + "/" + injName + " key "
+			_ = s.set(map[int]injectInput{ // logged, counted and reported
+				inputConfig: configMapKey(cm, "config", origin+"config"),
+				inputValues: configMapKey(cm, "values", origin+"values"),
+			})
 		}
 		select {
 		case <-ctx.Done():

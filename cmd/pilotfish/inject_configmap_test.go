@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/kubetest"
 )
@@ -22,11 +24,12 @@ import (
 // TestInjectorConfigMaps runs the injector on istiod's ConfigMaps in a
 // real kube-apiserver: /inject answers 503 until istio-sidecar-injector
 // exists, then injects with its config and values and the mesh config of
-// ConfigMap istio; an update is in force without a restart; one that does
-// not parse is logged, counted, reported by Errors (for
-// /debug/config_errors) and leaves the last good settings; a --inject-*
-// file overrides its ConfigMap. The webhook counts under istiod's
-// sidecar_injection_* names.
+// ConfigMap istio, which the mesh config reader watches (the injector
+// subscribes to it: one watch of ConfigMap istio); an update is in force
+// without a restart; one that does not parse is logged, counted,
+// reported by Errors (for /debug/config_errors) and leaves the last good
+// settings; a --inject-* file overrides its ConfigMap. The webhook counts
+// under istiod's sidecar_injection_* names.
 func TestInjectorConfigMaps(t *testing.T) {
 	c := kubetest.Start(t, kubetest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -48,6 +51,8 @@ func TestInjectorConfigMaps(t *testing.T) {
 	done := make(chan struct{})
 	go func() { watchInjectConfigMaps(watchCtx, c.Client, st); close(done) }()
 	defer func() { stop(); <-done }()
+	mesh := watchTestMesh(t, watchCtx, c.Client, ns)
+	mesh.subscribe(st.useMesh)
 
 	rec := httptest.NewRecorder()
 	st.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, inject.Path, strings.NewReader("{}")))
@@ -173,6 +178,7 @@ func TestInjectorConfigMaps(t *testing.T) {
 	if err := st2.set(files); err != nil {
 		t.Fatal(err)
 	}
+	mesh.subscribe(st2.useMesh)
 	done2 := make(chan struct{})
 	go func() { watchInjectConfigMaps(watchCtx, c.Client, st2); close(done2) }()
 	defer func() { stop(); <-done2 }()
@@ -186,6 +192,21 @@ func TestInjectorConfigMaps(t *testing.T) {
 	if proxy(); proxyFirst {
 		t.Error("the mesh ConfigMap won over --inject-mesh-config: the proxy is first")
 	}
+}
+
+// watchTestMesh is the mesh config reader of serve on ConfigMap istio
+// in ns (mesh_watch.go), applying nowhere, until ctx ends.
+func watchTestMesh(t *testing.T, ctx context.Context, client kubernetes.Interface, ns string) *meshState {
+	t.Helper()
+	s := &meshState{log: slog.New(slog.DiscardHandler), overrides: map[string]bool{}, errCount: newTestCounter(),
+		apply: func(engine.MeshSettings) error { return nil }}
+	if err := s.set(meshFromAPI, meshInput{}); err != nil { // istiod's defaults until the ConfigMap exists
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { watchMeshConfigMap(ctx, client, s, ns, meshConfigMap); close(done) }()
+	t.Cleanup(func() { <-done })
+	return s
 }
 
 func errStrings(errs []error) []string {

@@ -33,7 +33,7 @@ func addMeshFlags(f *pflag.FlagSet, o *meshOptions) {
 		"it wins over ConfigMap istio from the API server and from --config-dir (PILOTFISH_MESH_CONFIG)")
 	f.StringVar(&o.file, "meshConfig", "", "alias of --mesh-config, istiod's spelling")
 	_ = f.MarkHidden("meshConfig")
-	f.BoolVar(&o.configMap, "mesh-configmap", true, "with an API server, read and watch ConfigMap istio (istio-REVISION for a non-default --inject-revision) in --inject-namespace, keys mesh and meshNetworks")
+	f.BoolVar(&o.configMap, "mesh-configmap", true, "with an API server, read and watch ConfigMap istio (istio-REVISION for a non-default --revision) in --inject-namespace, keys mesh and meshNetworks, for the control plane and sidecar injection (one watch)")
 }
 
 // meshInput is one source's mesh config document.
@@ -42,6 +42,12 @@ type meshInput struct {
 	mesh     []byte
 	networks []byte
 	present  bool
+	// file, when the document is a key of a ConfigMap in a file: its
+	// problems name the file, the ConfigMap and the line in the file
+	// (the document's line plus lineOffset).
+	file            string
+	lineOffset      int
+	namespace, name string
 }
 
 // The sources in precedence order: the first present one is read.
@@ -71,6 +77,10 @@ type meshState struct {
 	flags    meshFlags
 	apply    func(engine.MeshSettings) error // engine and xDS server
 	errCount prometheus.Counter
+	// applied is the time of the last mesh config applied (nil in unit
+	// tests): a benchmark (tools/mesh-change.sh) or an operator sees when
+	// a change took effect, whether or not it pushed anything.
+	applied prometheus.Gauge
 
 	mu        sync.Mutex
 	inputs    [numMeshInputs]meshInput   // guarded by mu
@@ -82,15 +92,15 @@ type meshState struct {
 }
 
 // subscribe registers fn for every mesh config applied from now on (the
-// discoverySelectors setter of the Kubernetes source, for one); it is
-// called at once with the current one.
+// injector's, for one); it is called at once with the current one. fn is
+// called with mu held, so that calls never reorder; it must not call
+// back into s. The config is shared: fn must not change it.
 func (s *meshState) subscribe(fn func(*meshv1.MeshConfig)) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.subs = append(s.subs, fn)
-	cur := s.current
-	s.mu.Unlock()
-	if cur != nil {
-		fn(cur)
+	if s.current != nil {
+		fn(s.current)
 	}
 }
 
@@ -143,6 +153,9 @@ func (s *meshState) set(which int, in meshInput) error {
 	}
 	s.problems = problems
 	s.current = mc
+	if s.applied != nil {
+		s.applied.SetToCurrentTime()
+	}
 	s.log.Info("mesh config applied", "source", in.origin, "rootNamespace", settings.RootNamespace,
 		"outboundTrafficPolicy", settings.OutboundTrafficPolicy, "trustDomain", settings.TrustDomain)
 	for _, fn := range s.subs {
@@ -167,11 +180,12 @@ func parseMeshInput(in meshInput) (*meshv1.MeshConfig, []error, error) {
 		if len(problems) == 0 {
 			problems = append(problems, ingest.MeshProblem(in.origin, 0, "", err.Error(), false))
 		}
-		return nil, problems, fmt.Errorf("%s: %w", in.origin, err)
+		return nil, in.place(problems), fmt.Errorf("%s: %w", in.origin, err)
 	}
 	if bare, err := meshconfig.Bare(in.mesh); err == nil {
 		problems = append(problems, ingest.MeshUnsupported(in.origin, in.mesh, bare)...)
 	}
+	problems = in.place(problems)
 	if _, err := meshconfig.ParseNetworks(in.networks); err != nil {
 		var p *meshconfig.Problem
 		if errors.As(err, &p) {
@@ -179,6 +193,26 @@ func parseMeshInput(in meshInput) (*meshv1.MeshConfig, []error, error) {
 		}
 	}
 	return mc, problems, nil
+}
+
+// place locates problems of the mesh key in the ConfigMap's file: file
+// name, line in the file, ConfigMap namespace/name.
+func (in meshInput) place(problems []error) []error {
+	if in.file == "" {
+		return problems
+	}
+	for _, p := range problems {
+		var e *ingest.Error
+		if !errors.As(p, &e) {
+			continue
+		}
+		e.Pos.File = in.file
+		if e.Pos.Line > 0 {
+			e.Pos.Line += in.lineOffset
+		}
+		e.Namespace, e.Name = in.namespace, in.name
+	}
+	return problems
 }
 
 // settingsLocked is the engine's settings for mc: flags given explicitly

@@ -37,6 +37,8 @@ func startMesh(ctx context.Context, o *serveOptions, log *slog.Logger) (*meshSou
 			trustDomain: o.ca.trustDomain, trustDomainSet: o.explicit["trust-domain"]},
 		errCount: prometheus.NewCounter(prometheus.CounterOpts{Name: "pilotfish_mesh_config_errors_total",
 			Help: "Mesh configs refused (they do not parse or istiod's validation refuses them); the last good one stays in force."}),
+		applied: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pilotfish_mesh_config_last_applied_timestamp_seconds",
+			Help: "Unix time the mesh config in force was applied (at start, then at each accepted change)."}),
 		overrides: map[string]bool{},
 	}}
 	// A bad flag value fails at start, as before the mesh config.

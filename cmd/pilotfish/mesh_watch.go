@@ -48,18 +48,29 @@ func readBounded(path string) ([]byte, error) {
 // ConfigMap name (any namespace), as the mesh config of `make run`'s
 // example mesh; the first found in lexical file order wins.
 func findDirConfigMap(dir, name string) meshInput {
-	var found meshInput
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || found.present {
+	if found := scanConfigMaps(dir, name, false); len(found) > 0 {
+		return found[0]
+	}
+	return meshInput{}
+}
+
+// scanConfigMaps returns the ConfigMaps called name in root's YAML files
+// (root itself when it is a file, whatever its extension), in lexical
+// file order: the first only unless all. Each input's problems are
+// located in its file (mesh key's line).
+func scanConfigMaps(root, name string, all bool) []meshInput {
+	var found []meshInput
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || (len(found) > 0 && !all) {
 			return nil
 		}
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && p != dir {
+			if strings.HasPrefix(d.Name(), ".") && p != root {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if ext := filepath.Ext(p); (ext != ".yaml" && ext != ".yml") || !d.Type().IsRegular() {
+		if ext := filepath.Ext(p); (p != root && ext != ".yaml" && ext != ".yml") || !d.Type().IsRegular() {
 			return nil // a FIFO or device would block the read
 		}
 		data, err := readBounded(p)
@@ -67,25 +78,61 @@ func findDirConfigMap(dir, name string) meshInput {
 			return nil
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
-		for {
+		for len(found) == 0 || all {
+			var doc yaml.Node
+			if err := dec.Decode(&doc); err != nil {
+				break
+			}
 			var cm struct {
 				Kind     string            `yaml:"kind"`
 				Metadata metav1.ObjectMeta `yaml:"metadata"`
 				Data     map[string]string `yaml:"data"`
 			}
-			if err := dec.Decode(&cm); err != nil {
-				break
+			if doc.Decode(&cm) != nil || cm.Kind != "ConfigMap" || cm.Metadata.Name != name {
+				continue
 			}
-			if cm.Kind == "ConfigMap" && cm.Metadata.Name == name {
-				m, ok := cm.Data["mesh"]
-				found = meshInput{origin: p + ": ConfigMap " + cm.Metadata.Namespace + "/" + name + " key mesh",
-					mesh: []byte(m), networks: []byte(cm.Data["meshNetworks"]), present: ok || cm.Data != nil}
-				return nil
-			}
+			m, ok := cm.Data["mesh"]
+			found = append(found, meshInput{origin: p + ": ConfigMap " + cm.Metadata.Namespace + "/" + name + " key mesh",
+				mesh: []byte(m), networks: []byte(cm.Data["meshNetworks"]), present: ok || cm.Data != nil,
+				file: p, lineOffset: meshKeyOffset(&doc), namespace: cm.Metadata.Namespace, name: name})
 		}
 		return nil
 	})
 	return found
+}
+
+// meshKeyOffset is what turns a line of the `mesh` key's document into
+// a line of the file: the line of a block scalar's "|" (its document
+// starts on the next), or the line before a scalar's first.
+func meshKeyOffset(doc *yaml.Node) int {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	data := mappingValue(doc, "data")
+	if data == nil {
+		return 0
+	}
+	v := mappingValue(data, "mesh")
+	switch {
+	case v == nil:
+		return 0
+	case v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		return v.Line
+	default:
+		return v.Line - 1
+	}
+}
+
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // pollMesh re-reads the file and the config directory until ctx ends,

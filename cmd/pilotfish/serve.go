@@ -167,7 +167,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 	metrics.watchCache(eng.Cache())
 	sourceErrors := func() []error { return append(source.Errors(), meshSrc.Errors()...) }
 	metrics.watchUnsupported(sourceErrors)
-	metrics.registry.MustRegister(meshSrc.errCount)
+	metrics.registry.MustRegister(meshSrc.errCount, meshSrc.applied)
 
 	grpcServer := grpc.NewServer(append(serve.ServerOptions(), o.limits.grpcOptions()...)...)
 	gate := newSyncGate(source.Synced, metrics.registry)
@@ -190,7 +190,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		return err
 	}
 	defer webhook.close()
-	injection, err := webhook.serveInjection(ctx, o, metrics.registry, log) // sidecar injection: inject.go
+	injection, err := webhook.serveInjection(ctx, o, meshSrc.meshState, metrics.registry, log) // sidecar injection: inject.go
 	if err != nil {
 		secure.stop()
 		return err

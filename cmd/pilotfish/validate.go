@@ -11,6 +11,7 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var strict bool
+	var meshFiles []string
 	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR...",
 		Short: "Check Kubernetes and Istio manifests the way istiod would",
@@ -42,6 +43,13 @@ name the field and say what happens instead, e.g.
   vs.yaml:14: warning: VirtualService shop/db: spec.tcp[0].match[0].sourceSubnet: not supported by pilotfish: ...
 Nothing pilotfish ignores is accepted silently.
 
+The mesh config is checked too, as serve reads it (docs/mesh-config.md): the
+key mesh of every ConfigMap istio in the files (serve uses the first of a
+--config-dir), and the files given with --mesh-config. A field istiod's
+validation refuses is an error; an unknown field, or a field pilotfish does
+not honour, is a warning naming the field and its line in the file, e.g.
+  mesh.yaml:9: warning: MeshConfig istio-system/istio: mesh.localityLbSetting: not supported by pilotfish: ...
+
 Each problem is printed to stderr on its own line as
   file:line: Kind namespace/name: field.path: message
   file:line: warning: Kind namespace/name: message
@@ -58,17 +66,32 @@ to stdout. The exit status is 1 if there is any error, 0 otherwise
   pilotfish validate deploy/ || exit 1
 
   # ... and on anything pilotfish would ignore
-  pilotfish validate --strict deploy/`,
-		Args: cobra.MinimumNArgs(1),
+  pilotfish validate --strict deploy/
+
+  # A mesh config file (serve's --mesh-config)
+  pilotfish validate --mesh-config mesh.yaml`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && len(meshFiles) == 0 {
+				return errors.New("requires at least 1 arg(s), or --mesh-config")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			report, err := ingest.ValidatePaths(args...)
+			var report ingest.Report
+			if len(args) > 0 {
+				var err error
+				if report, err = ingest.ValidatePaths(args...); err != nil {
+					return &exitError{code: 1, err: err}
+				}
+			}
+			meshConfigs, err := validateMesh(&report, args, meshFiles)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
 			for _, e := range report.Problems() {
 				fmt.Fprintln(cmd.ErrOrStderr(), e)
 			}
-			summary := plural(len(report.Objects), "object") + ", " + plural(len(report.Errors), "error")
+			summary := plural(len(report.Objects)+meshConfigs, "object") + ", " + plural(len(report.Errors), "error")
 			if len(report.Warnings) > 0 {
 				summary += ", " + plural(len(report.Warnings), "warning")
 			}
@@ -82,6 +105,7 @@ to stdout. The exit status is 1 if there is any error, 0 otherwise
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&meshFiles, "mesh-config", nil, "a mesh config file to check (the `mesh` key of ConfigMap istio, as serve's --mesh-config reads it); repeatable")
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (unsupported fields and kinds, links to directories) as errors: exit 1")
 	return cmd
 }
