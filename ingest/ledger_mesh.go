@@ -69,6 +69,9 @@ const (
 	meshAmbient   = "ambient mode (ztunnel, waypoints, HBONE) is not implemented by pilotfish"
 	meshNotYet    = "not implemented by pilotfish yet"
 	meshTested    = "main.TestMeshConfigFieldsServed"
+	// meshRefused: what pilotfish does when a mesh config sets a field it
+	// refuses (engine.ErrUnsupportedMeshSetting) rather than ignore.
+	meshRefused = "the mesh config is refused (the last good one stays; see /debug/config_errors)"
 )
 
 // meshLedger classifies the mesh config's fields.
@@ -107,11 +110,11 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.default_destination_rule_export_to": honoured("rules.TestMeshExportToMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.root_namespace":                     honoured(meshTested),
 	"istio.mesh.v1alpha1.MeshConfig.locality_lb_setting":                partial("engine.TestMeshLocalityDistributeMatchesIstiod", "failoverPriority at mesh level is refused (the mesh config is not applied); enabled, distribute and failover as istiod (also engine.TestMeshLocalityDisabledMatchesIstiod)").whole(),
-	"istio.mesh.v1alpha1.MeshConfig.zone_aware_lb_setting":              unsupported("refused: a mesh config setting it is not applied (the last good one stays)"),
+	"istio.mesh.v1alpha1.MeshConfig.zone_aware_lb_setting":              unsupportedDoes("not implemented by pilotfish", meshRefused),
 	"istio.mesh.v1alpha1.MeshConfig.dns_refresh_rate":                   honoured("engine.TestMeshClusterSettingsMatchIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.h2_upgrade_policy":                  honoured("engine.TestMeshClusterSettingsMatchIstiod"),
-	"istio.mesh.v1alpha1.MeshConfig.inbound_cluster_stat_name":          unsupported("refused: a mesh config setting it is not applied (the last good one stays); stat names are telemetry (issue 20)"),
-	"istio.mesh.v1alpha1.MeshConfig.outbound_cluster_stat_name":         unsupported("refused: a mesh config setting it is not applied (the last good one stays); stat names are telemetry (issue 20)"),
+	"istio.mesh.v1alpha1.MeshConfig.inbound_cluster_stat_name":          unsupportedDoes("custom stat names (telemetry) are not implemented yet (issue 20)", meshRefused),
+	"istio.mesh.v1alpha1.MeshConfig.outbound_cluster_stat_name":         unsupportedDoes("custom stat names (telemetry) are not implemented yet (issue 20)", meshRefused),
 	"istio.mesh.v1alpha1.MeshConfig.certificates":                       unsupported("deprecated in Istio; pilotfish's CA does not write DNS certificates"),
 	"istio.mesh.v1alpha1.MeshConfig.service_settings":                   honouredNote("engine.TestApplyClusterMesh", "hosts validated; clusterLocal changes nothing in a one-cluster mesh, as in istiod").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.service_scope_configs":              unsupported(meshAmbient),
