@@ -109,6 +109,11 @@ func (p *proxy) subscribe(t xtype, names []uint32) error {
 // handle processes one response: NACK it (NackRate), or apply, ACK, follow
 // the names it references and check full config and convergence.
 func (p *proxy) handle(r *response) error {
+	// Counted in flight before the stopping check, so that the run, once
+	// it has set stopping, can wait for the handles that passed it: the
+	// report then counts each response with its ACK or NACK.
+	p.run.handling.Add(1)
+	defer p.run.handling.Add(-1)
 	if p.run.stopping.Load() {
 		// The run has ended: not part of the measurement.
 		return errStopping

@@ -62,7 +62,8 @@ type runner struct {
 	allFull       chan struct{}  // closed when every proxy has had full config
 
 	change   atomic.Pointer[changeState]
-	stopping atomic.Bool // the run is ending: streams close, errors are not counted
+	stopping atomic.Bool  // the run is ending: streams close, errors are not counted
+	handling atomic.Int64 // responses being handled (proxy.handle)
 
 	connectErrors atomic.Int64
 	streamErrors  atomic.Int64
@@ -218,6 +219,7 @@ func (r *runner) run(parent context.Context) (*Report, error) {
 	// Measuring ends: responses from now on are not counted (handle), so
 	// that the last sample agrees with the report.
 	r.stopping.Store(true)
+	r.waitHandled(time.Second)
 	r.addSample() // the last one before streams close
 	r.progress(true)
 	r.end = time.Now()
@@ -490,4 +492,13 @@ func (r *runner) runChange(ctx context.Context, i int) error {
 		return fmt.Errorf("%w: change %d: %q: %w: %s", ErrChange, i, line, err, msg)
 	}
 	return nil
+}
+
+// waitHandled waits, at most max, for the responses being handled when
+// stopping was set to finish (their ACK or NACK sent and counted).
+func (r *runner) waitHandled(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for r.handling.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 }
