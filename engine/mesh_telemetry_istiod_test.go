@@ -218,7 +218,8 @@ func telemetryCaseMesh(t *testing.T, c *istiodref.Case) *encode.Mesh {
 
 // TestDefaultTelemetryMatchesIstiod: with the chart's mesh config, every
 // chain of the sidecar (outbound HTTP and TCP, passthrough, virtual
-// outbound and inbound, inbound HTTP and TCP) and of the gateway carries
+// outbound and inbound, inbound HTTP and TCP) and of the gateway (an HTTP
+// and a TCP server) carries
 // istio.stats where istiod puts it, with istiod's config.
 func TestDefaultTelemetryMatchesIstiod(t *testing.T) {
 	c := loadMeshCase(t, "telemetry-default")
