@@ -22,6 +22,7 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
+	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
 // Case telemetry-default of internal/istiodref: istiod with its chart's
@@ -129,6 +130,17 @@ func telemetryDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs, 
 		}
 		got := map[string]map[string]any{}
 		for _, r := range rs {
+			var a anypb.Any
+			var l listenerv3.Listener
+			if err := proto.Unmarshal(r.Any, &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.UnmarshalTo(&l); err != nil {
+				t.Fatal(err)
+			}
+			if err := xdstest.Validate(&l); err != nil {
+				t.Errorf("%s: listener %s: %v", p.Name, r.Name, err)
+			}
 			m, _ := anyJSON(t, r.Any).(map[string]any)
 			got[r.Name] = m
 		}
