@@ -355,3 +355,57 @@ func listenerChainsRaw(l map[string]any) []map[string]any {
 	}
 	return out
 }
+
+// TestStatsListenersSharedPerClass: with stats on, a second gateway of the
+// same class gets every listener from the cache (Mesh.Stats is a value of
+// the keys, not a per-proxy input).
+func TestStatsListenersSharedPerClass(t *testing.T) {
+	c := loadMeshCase(t, "telemetry-default")
+	m := telemetryCaseMesh(t, c)
+	sm := scenario.NewMesh()
+	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
+		t.Fatal(err)
+	}
+	cache := encode.NewCache()
+	e := New(sm.W, Options{Mesh: m, Cache: cache})
+	gw := c.Proxies[1]
+	if !strings.HasPrefix(gw.ID, "router~") {
+		t.Fatalf("proxy %s is not the gateway", gw.Name)
+	}
+	md, err := structpb.NewStruct(gw.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listenerStats := func() encode.Stats {
+		for _, s := range cache.Stats() {
+			if s.Kind == "listener" {
+				return s
+			}
+		}
+		t.Fatal("no listener cache stats")
+		return encode.Stats{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var n [2]int
+	var after [2]encode.Stats
+	for i, id := range []string{gw.ID, strings.Replace(gw.ID, "10.1.51.9~tstats-ingress-5f7c", "10.1.51.10~tstats-ingress-9a1b", 1)} {
+		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: md}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		n[i] = len(rs)
+		after[i] = listenerStats()
+	}
+	if n[0] < 2 || n[1] != n[0] {
+		t.Fatalf("listeners: first gateway %d, second %d; want the same 2 or more", n[0], n[1])
+	}
+	if after[1].Misses != after[0].Misses || after[1].Hits-after[0].Hits != uint64(n[1]) {
+		t.Errorf("second gateway: %d misses and %d hits more, want 0 and %d", after[1].Misses-after[0].Misses, after[1].Hits-after[0].Hits, n[1])
+	}
+}
