@@ -34,6 +34,8 @@ type GatewayListenerKey struct {
 	RequestAuthn JWTRules
 	// PathNormalization is the mesh's (meshConfig pathNormalization).
 	PathNormalization PathNormalization
+	// Stats adds istio.stats to every chain (Mesh.Stats).
+	Stats bool
 	// TLSDefaults is meshConfig.tlsDefaults (Mesh.TLSDefaults): curves,
 	// suites and minimum version of SIMPLE and MUTUAL servers, under the
 	// server's own.
@@ -60,6 +62,7 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	k.Authz.hashInto(&h)
 	k.RequestAuthn.hashInto(&h)
 	h.U32(uint32(k.PathNormalization))
+	h.Bool(k.Stats)
 	k.TLSDefaults.hashInto(&h)
 	return h.Sum()
 }
@@ -271,7 +274,7 @@ func sniNames(hosts []string) []string {
 // come from RDS.
 func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
 	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds, path: k.PathNormalization})
-	h.HttpFilters = []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
+	h.HttpFilters = gatewayHTTPFilters(statsHTTP(k.Stats, true))
 	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h)
 	h.UseRemoteAddress = wrapperspb.Bool(true)
 	h.ServerName = "istio-envoy"

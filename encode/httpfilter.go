@@ -100,20 +100,42 @@ func hfTypedStruct(typeURL string, v map[string]any) *udpa.TypedStruct {
 }
 
 // sidecarOutboundHTTPFilters is istiod's filter chain on outbound HTTP
-// listeners: metadata exchange, gRPC stats, ALPN, fault, CORS, router.
-func sidecarOutboundHTTPFilters(grpcWeb bool) []*hcm.HttpFilter {
+// listeners: metadata exchange, gRPC stats, ALPN, fault, CORS, istio.stats
+// (stats, non-nil), router.
+func sidecarOutboundHTTPFilters(grpcWeb bool, stats *hcm.HttpFilter) []*hcm.HttpFilter {
+	out := make([]*hcm.HttpFilter, 0, 8)
+	out = append(out, hfMxOutbound)
 	if grpcWeb {
-		return []*hcm.HttpFilter{hfMxOutbound, hfGrpcWeb, hfGrpcStats, hfAlpn, hfFault, hfCors, hfRouter}
+		out = append(out, hfGrpcWeb)
 	}
-	return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfAlpn, hfFault, hfCors, hfRouter}
+	out = append(out, hfGrpcStats, hfAlpn, hfFault, hfCors)
+	if stats != nil {
+		out = append(out, stats)
+	}
+	return append(out, hfRouter)
 }
 
 // sidecarInboundHTTPFilters is the inbound chain's: no ALPN override.
-func sidecarInboundHTTPFilters(grpcWeb bool) []*hcm.HttpFilter {
+func sidecarInboundHTTPFilters(grpcWeb bool, stats *hcm.HttpFilter) []*hcm.HttpFilter {
+	out := make([]*hcm.HttpFilter, 0, 7)
+	out = append(out, hfMxInbound)
 	if grpcWeb {
-		return []*hcm.HttpFilter{hfMxInbound, hfGrpcWeb, hfGrpcStats, hfFault, hfCors, hfRouter}
+		out = append(out, hfGrpcWeb)
 	}
-	return []*hcm.HttpFilter{hfMxInbound, hfGrpcStats, hfFault, hfCors, hfRouter}
+	out = append(out, hfGrpcStats, hfFault, hfCors)
+	if stats != nil {
+		out = append(out, stats)
+	}
+	return append(out, hfRouter)
+}
+
+// gatewayHTTPFilters is a router's HTTP chain (before its security
+// filters are inserted after metadata exchange).
+func gatewayHTTPFilters(stats *hcm.HttpFilter) []*hcm.HttpFilter {
+	if stats == nil {
+		return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
+	}
+	return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, stats, hfRouter}
 }
 
 // grpcClientHTTPFilters are the filters proxyless gRPC supports on client

@@ -165,6 +165,7 @@ func (k viIn) ingressChains(in *networking.IstioIngressListener, sec *inboundSec
 				inbound:     true,
 				protocol:    proto,
 				path:        k.PathNormalization,
+				stats:       k.Stats,
 				routeConfig: inboundRouteConfig(cluster, port, host, port, proto),
 			})))}
 		} else {

@@ -39,6 +39,8 @@ type OutboundListenerKey struct {
 	ProtocolDetectionTimeout time.Duration
 	// PathNormalization is the mesh's (meshConfig pathNormalization).
 	PathNormalization PathNormalization
+	// Stats adds istio.stats to every chain (Mesh.Stats).
+	Stats bool
 	// Bind is the listener's address: a wildcard ("0.0.0.0", "::"), a VIP,
 	// or an endpoint address of a headless service.
 	Bind string
@@ -82,6 +84,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 	h.Str(k.EgressCluster)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.U32(uint32(k.PathNormalization))
+	h.Bool(k.Stats)
 	h.Str(k.Bind)
 	h.U32(k.Port)
 	h.Bool(k.EgressPort)
@@ -372,9 +375,10 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 			o := *c.http
 			o.statPrefix = "outbound_" + name + ";"
 			o.path = k.PathNormalization
+			o.stats = k.Stats
 			fc.Filters = []*listener.Filter{lsHCMFilter(lsHCM(o))}
 		} else {
-			fc.Filters = c.filters
+			fc.Filters = withStatsTCP(k.Stats, false, c.filters)
 		}
 		if c.matchAll() {
 			def = fc
@@ -392,7 +396,7 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 		l.DefaultFilterChain = &listener.FilterChain{
 			FilterChainMatch: &listener.FilterChainMatch{},
 			Name:             "PassthroughFilterChain",
-			Filters:          []*listener.Filter{k.fallthroughFilter()},
+			Filters:          withStatsTCP(k.Stats, false, []*listener.Filter{k.fallthroughFilter()}),
 		}
 	}
 	return l

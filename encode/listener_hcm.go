@@ -35,6 +35,8 @@ type hcmOpts struct {
 	protocol    index.Protocol
 	// path is the mesh's path normalization.
 	path PathNormalization
+	// stats adds istio.stats (Mesh.Stats).
+	stats bool
 }
 
 // lsHCM is istiod's buildHTTPConnectionManager for sidecars, without
@@ -56,7 +58,7 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 	}
 	grpcWeb := o.protocol == index.ProtocolGRPCWeb
 	if o.inbound {
-		h.HttpFilters = sidecarInboundHTTPFilters(grpcWeb)
+		h.HttpFilters = sidecarInboundHTTPFilters(grpcWeb, statsHTTP(o.stats, true))
 		h.ServerName = "istio-envoy"
 		h.ForwardClientCertDetails = hcm.HttpConnectionManager_APPEND_FORWARD
 		h.SetCurrentClientCertDetails = &hcm.HttpConnectionManager_SetCurrentClientCertDetails{
@@ -66,7 +68,7 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 			h.Http2ProtocolOptions = &core.Http2ProtocolOptions{}
 		}
 	} else {
-		h.HttpFilters = sidecarOutboundHTTPFilters(grpcWeb)
+		h.HttpFilters = sidecarOutboundHTTPFilters(grpcWeb, statsHTTP(o.stats, false))
 	}
 	return h
 }

@@ -60,10 +60,12 @@ func inboundOpts(c lsClass, m ServiceMTLS) []inboundOpt {
 type inboundSecurity struct {
 	http []*hcm.HttpFilter  // jwt_authn, then RBAC, after metadata exchange
 	net  []*listener.Filter // RBAC, before tcp_proxy
+	// stats adds istio.stats before tcp_proxy (Mesh.Stats).
+	stats bool
 }
 
 func (k viIn) security() *inboundSecurity {
-	s := &inboundSecurity{}
+	s := &inboundSecurity{stats: k.Stats}
 	if f := jwtFilter(&k.RequestAuthn, false); f != nil {
 		s.http = append(s.http, f)
 	}
@@ -86,12 +88,15 @@ func (s *inboundSecurity) withHTTP(h *hcm.HttpConnectionManager) *hcm.HttpConnec
 	return h
 }
 
-// tcp is a TCP chain's network filters: metadata exchange, RBAC, then the
-// proxy filter.
+// tcp is a TCP chain's network filters: metadata exchange, RBAC, stats,
+// then the proxy filter.
 func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
-	out := make([]*listener.Filter, 0, 2+len(s.net))
+	out := make([]*listener.Filter, 0, 3+len(s.net))
 	out = append(out, nfMxTCP)
 	out = append(out, s.net...)
+	if s.stats {
+		out = append(out, nfStatsServer)
+	}
 	return append(out, proxy)
 }
 
@@ -106,10 +111,18 @@ func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
 }
 
 // tcpFilters are a router's network filters for a TCP, TLS or passthrough
-// server: the RBAC filters of the policies selecting it, then proxy.
+// server: the RBAC filters of the policies selecting it, stats, then
+// proxy.
 func (k gwlIn) tcpFilters(proxy *listener.Filter) []*listener.Filter {
 	if k.Authz.Empty() {
+		if k.Stats {
+			return []*listener.Filter{nfStatsServer, proxy}
+		}
 		return []*listener.Filter{proxy}
 	}
-	return append(authzTCPFilters(k.names, &k.Authz), proxy)
+	out := authzTCPFilters(k.names, &k.Authz)
+	if k.Stats {
+		out = append(out, nfStatsServer)
+	}
+	return append(out, proxy)
 }

@@ -42,6 +42,8 @@ type VirtualOutboundKey struct {
 	// outboundTrafficPolicy.egressProxy).
 	EgressCluster string
 	IPv6          bool
+	// Stats adds istio.stats to both chains (Mesh.Stats).
+	Stats bool
 }
 
 // Hash feeds every field.
@@ -50,6 +52,7 @@ func (k *VirtualOutboundKey) Hash() uint64 {
 	h.Bool(k.OutboundAllowAny)
 	h.Str(k.EgressCluster)
 	h.Bool(k.IPv6)
+	h.Bool(k.Stats)
 	return h.Sum()
 }
 
@@ -72,11 +75,11 @@ func VirtualOutboundListener(_ index.Names, k *VirtualOutboundKey) (string, prot
 			{
 				Name:             "virtualOutbound-blackhole",
 				FilterChainMatch: &listener.FilterChainMatch{DestinationPort: wrapperspb.UInt32(virtualOutboundPort)},
-				Filters:          []*listener.Filter{lsTCPProxy(blackholeCluster, blackholeCluster)},
+				Filters:          withStatsTCP(k.Stats, false, []*listener.Filter{lsTCPProxy(blackholeCluster, blackholeCluster)}),
 			},
 			{
 				Name:    "virtualOutbound-catchall-tcp",
-				Filters: []*listener.Filter{lsTCPProxy(catchAll, catchAll)},
+				Filters: withStatsTCP(k.Stats, false, []*listener.Filter{lsTCPProxy(catchAll, catchAll)}),
 			},
 		},
 		TrafficDirection:                     core.TrafficDirection_OUTBOUND,
@@ -112,6 +115,8 @@ type VirtualInboundKey struct {
 	ProtocolDetectionTimeout time.Duration
 	// PathNormalization is the mesh's (meshConfig pathNormalization).
 	PathNormalization PathNormalization
+	// Stats adds istio.stats to every chain (Mesh.Stats).
+	Stats bool
 	// Instances are sorted by target port.
 	Instances []InboundInstance
 	// MTLS is the workload-wide mode, for ports no service declares.
@@ -148,6 +153,7 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	h.Bool(k.IPv6)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.U32(uint32(k.PathNormalization))
+	h.Bool(k.Stats)
 	h.Int(len(k.Instances))
 	for i := range k.Instances {
 		in := &k.Instances[i]
@@ -219,7 +225,7 @@ func VirtualInboundListener(n index.Names, key *VirtualInboundKey) (string, prot
 	chains := []*listener.FilterChain{{
 		Name:             "virtualInbound-blackhole",
 		FilterChainMatch: &listener.FilterChainMatch{DestinationPort: wrapperspb.UInt32(virtualInboundPort)},
-		Filters:          []*listener.Filter{nfMxTCP, lsTCPProxy(blackholeCluster, blackholeCluster)},
+		Filters:          withStatsTCP(k.Stats, true, []*listener.Filter{nfMxTCP, lsTCPProxy(blackholeCluster, blackholeCluster)}),
 	}}
 	sec := k.security()
 	// Passthrough chains, for ports no service declares: workload-wide,
@@ -272,6 +278,7 @@ func (k viIn) passthroughChains(chains []*listener.FilterChain, port uint32, m S
 				statPrefix:  inboundPassthroughCluster + ";",
 				inbound:     true,
 				path:        k.PathNormalization,
+				stats:       k.Stats,
 				routeConfig: inboundRouteConfig(inboundPassthroughCluster, 0, "", 0, index.ProtocolUnknown),
 			})))}
 		} else {
@@ -316,6 +323,7 @@ func (k viIn) instanceChains(wildcard string, in *InboundInstance, sec *inboundS
 				inbound:     true,
 				protocol:    in.Port.Protocol,
 				path:        k.PathNormalization,
+				stats:       k.Stats,
 				routeConfig: inboundRouteConfig(cluster, in.Port.Number, host, in.Port.Number, in.Port.Protocol),
 			})))}
 		} else {

@@ -168,6 +168,13 @@ type Mesh struct {
 	// the baseline under every DestinationRule's, no rule included.
 	DefaultTrafficPolicy string
 
+	// Stats is the telemetry istiod gives every proxy when the mesh's
+	// default metrics providers name a prometheus provider
+	// (defaultProviders.metrics; engine/mesh_telemetry.go): the istio.stats
+	// filter on every HTTP connection manager and TCP chain of sidecars and
+	// gateways (encode/telemetry.go).
+	Stats bool
+
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
 	// of a push's thousands of keys cost a sixth of a warm CDS build. Set
@@ -212,6 +219,7 @@ func (m *Mesh) Clone() *Mesh {
 		DefaultDestinationRuleExportTo: cloneStrings(m.DefaultDestinationRuleExportTo),
 	}
 	m.cloneClusterFields(c)
+	c.Stats = m.Stats
 	return c
 }
 
@@ -292,6 +300,7 @@ func (m *Mesh) fieldsHash() uint64 {
 	h.U32(uint32(m.PathNormalization))
 	m.DefaultRetry.hashInto(h)
 	h.U32(uint32(m.InboundTrafficPolicy))
+	h.Bool(m.Stats)
 	for _, l := range [...][]string{m.DefaultServiceExportTo, m.DefaultVirtualServiceExportTo, m.DefaultDestinationRuleExportTo} {
 		h.Bool(l == nil)
 		h.Int(len(l))

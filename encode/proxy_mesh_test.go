@@ -20,7 +20,7 @@ func TestMeshClone(t *testing.T) {
 		LocalityLB:           &LocalityLB{Failover: []LocalityFailover{{From: "a", To: "b"}}, Distribute: []LocalityDistribute{{From: "a/*", To: []LocalityWeight{{"b/*", 100}}}}},
 		TLSDefaults:          TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}},
 		MeshMTLS:             TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true},
-		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}}
+		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}, Stats: true}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -74,6 +74,7 @@ func TestMeshListenerFieldsHash(t *testing.T) {
 		"DefaultVirtualServiceExportTo":  func(m *Mesh) { m.DefaultVirtualServiceExportTo = []string{"."} },
 		"DefaultDestinationRuleExportTo": func(m *Mesh) { m.DefaultDestinationRuleExportTo = []string{"."} },
 		"ProtocolDetectionTimeout":       func(m *Mesh) { m.ProtocolDetectionTimeout = time.Second },
+		"Stats":                          func(m *Mesh) { m.Stats = true },
 	} {
 		m := base.Clone()
 		change(m)

@@ -32,7 +32,9 @@
 // The mesh config's fields that shape clusters, endpoints and TLS contexts
 // reach encode.Mesh through applyClusterMesh (mesh_cluster.go), which
 // refuses, naming the field, a value istiod or Envoy would refuse and one
-// pilotfish does not implement (docs/mesh-config.md).
+// pilotfish does not implement (docs/mesh-config.md). Its default metrics
+// providers reach encode.Mesh.Stats through applyTelemetryMesh
+// (mesh_telemetry.go): the istio.stats filters istiod's chart turns on.
 //
 // # Invariants
 //

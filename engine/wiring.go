@@ -91,6 +91,9 @@ func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 		if err := applyClusterMesh(m, s.Config); err != nil {
 			return nil, err
 		}
+		if err := applyTelemetryMesh(m, s.Config); err != nil {
+			return nil, err
+		}
 	}
 	switch s.OutboundTrafficPolicy {
 	case "", "ALLOW_ANY":

@@ -69,6 +69,7 @@ const (
 	meshAmbient   = "ambient mode (ztunnel, waypoints, HBONE) is not implemented by pilotfish"
 	meshNotYet    = "not implemented by pilotfish yet"
 	meshTested    = "main.TestMeshConfigFieldsServed"
+	meshStatsTest = "engine.TestDefaultTelemetryMatchesIstiod"
 	// meshRefused: what pilotfish does when a mesh config sets a field it
 	// refuses (engine.ErrUnsupportedMeshSetting) rather than ignore.
 	meshRefused = "the mesh config is refused (the last good one stays; see /debug/config_errors)"
@@ -121,8 +122,13 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.enable_prometheus_merge":            honouredNote("inject.TestCorpusMatchesIstioctl", "read by sidecar injection (prometheus.io annotations merged into the agent's)"),
 	"istio.mesh.v1alpha1.MeshConfig.verify_certificate_at_client":       unsupported("deprecated in Istio"),
 	"istio.mesh.v1alpha1.MeshConfig.ca":                                 unsupported("pilotfish signs with its own CA (--ca-*), never an external one named here"),
-	"istio.mesh.v1alpha1.MeshConfig.extension_providers":                unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.default_providers":                  unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.extension_providers": partial(meshStatsTest,
+		"only a provider's name and whether it is of the prometheus kind are read, to resolve defaultProviders.metrics (istiod's built-in prometheus, stackdriver and envoy providers included); the other kinds are not implemented yet (issue 20)").whole(),
+	"istio.mesh.v1alpha1.MeshConfig.default_providers": partial(meshStatsTest, "metrics only"),
+	"istio.mesh.v1alpha1.MeshConfig.DefaultProviders.metrics": partial(meshStatsTest,
+		"a prometheus provider puts istio.stats on every sidecar and gateway chain as istiod does without Telemetry resources (engine.TestApplyTelemetryMesh); another kind adds nothing, as in istiod; Telemetry resources, which change this in istiod, are not read yet (issue 20); two names of prometheus providers are refused (the mesh config is not applied), istiod would count every metric twice"),
+	"istio.mesh.v1alpha1.MeshConfig.DefaultProviders.tracing":        unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.DefaultProviders.access_logging": unsupported(meshTelemetry),
 	"istio.mesh.v1alpha1.MeshConfig.discovery_selectors": honouredNote("ingest.TestDiscoverySelectorsMatchIstiod",
 		"limits the namespaces read from the API server, live (cmd/pilotfish.TestMeshDiscoverySelectors); the config directory is not filtered").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.path_normalization":                   honoured("rules.TestMeshListenerMatchesIstiod"),

@@ -250,6 +250,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			RequestAuthn: sec.ra,
 
 			PathNormalization: mesh.PathNormalization,
+			Stats:             mesh.Stats,
 			TLSDefaults:       mesh.TLSDefaults,
 		}
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {

@@ -51,6 +51,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			EgressCluster:            sc.egressProxyCluster(mesh),
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
+			Stats:                    mesh.Stats,
 			Bind:                     addrString(g.bind),
 			Port:                     g.port,
 			EgressPort:               g.opts.egress,
@@ -66,7 +67,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		}
 	}
 	if b.wanted(encode.VirtualOutboundListenerName) {
-		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6}
+		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6, Stats: mesh.Stats}
 		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualOutboundGen); err != nil {
 			return dst, err
 		}
@@ -78,6 +79,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			IPv6:                     sc.Class.IPv6,
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
+			Stats:                    mesh.Stats,
 			Instances:                inboundInstances(sc, sec),
 			MTLS:                     sec.mtls,
 			PassthroughPorts:         sec.passthroughPorts(sc),

@@ -1,0 +1,411 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+	stats "istio.io/api/envoy/extensions/stats"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/inject"
+	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
+	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
+	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
+)
+
+// Case telemetry-default of internal/istiodref: istiod with its chart's
+// mesh config (defaultProviders.metrics: [prometheus]), pilotfish with the
+// mesh MeshSettings makes of the same file. Every filter chain of every
+// listener both send is compared on its network filters and, in an HTTP
+// connection manager, its HTTP filters: names, order and the istio.stats
+// typed configs.
+
+// telemetryKnown are differences istiod and pilotfish had before stats
+// (not telemetry's): only logged.
+var telemetryKnown = map[string]string{
+	"istio.alpn": "pilotfish's gateway HCM has no istio.alpn filter (istiod adds it on every non-inbound HCM)",
+}
+
+// chainFilters renders a filter chain's filters as a list: network filter
+// names, an HCM as "hcm[" + its HTTP filters + "]", istio.stats with its
+// typed config's JSON.
+func chainFilters(t *testing.T, fc map[string]any) []string {
+	t.Helper()
+	var out []string
+	for _, f := range jsonList(fc["filters"]) {
+		fm, _ := f.(map[string]any)
+		name, _ := fm["name"].(string)
+		tc, _ := fm["typedConfig"].(map[string]any)
+		switch name {
+		case "istio.stats":
+			out = append(out, name+jsonString(t, tc))
+		case "envoy.filters.network.http_connection_manager":
+			var hs []string
+			for _, h := range jsonList(tc["httpFilters"]) {
+				hm, _ := h.(map[string]any)
+				hn, _ := hm["name"].(string)
+				if hn == "istio.stats" {
+					hn += jsonString(t, hm["typedConfig"])
+				}
+				hs = append(hs, hn)
+			}
+			out = append(out, "hcm["+strings.Join(hs, " ")+"]")
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func jsonList(v any) []any { l, _ := v.([]any); return l }
+
+func jsonString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// listenerChains indexes a listener's chains (the default one too) by
+// name and match.
+func listenerChains(t *testing.T, l map[string]any) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	add := func(fc map[string]any) {
+		id := fmt.Sprintf("%v %s", fc["name"], jsonString(t, fc["filterChainMatch"]))
+		out[id] = chainFilters(t, fc)
+	}
+	for _, fc := range jsonList(l["filterChains"]) {
+		m, _ := fc.(map[string]any)
+		add(m)
+	}
+	if d, ok := l["defaultFilterChain"].(map[string]any); ok {
+		add(d)
+	}
+	return out
+}
+
+// telemetryDiffs generates each proxy's listeners with mesh and returns
+// how their chains' filters differ from istiod's, and how many chains
+// carried istio.stats on istiod's side.
+func telemetryDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs, known []string, statsChains int) {
+	t.Helper()
+	sm := scenario.NewMesh()
+	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
+		t.Fatal(err)
+	}
+	e := New(sm.W, Options{Mesh: mesh})
+	for _, p := range c.Proxies {
+		dump, err := istiodref.ReadDump(c.DumpFile(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := structpb.NewStruct(p.Metadata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]map[string]any{}
+		for _, r := range rs {
+			var a anypb.Any
+			var l listenerv3.Listener
+			if err := proto.Unmarshal(r.Any, &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.UnmarshalTo(&l); err != nil {
+				t.Fatal(err)
+			}
+			if err := xdstest.Validate(&l); err != nil {
+				t.Errorf("%s: listener %s: %v", p.Name, r.Name, err)
+			}
+			m, _ := anyJSON(t, r.Any).(map[string]any)
+			got[r.Name] = m
+		}
+		compared := 0
+		for _, ln := range slices.Sorted(mapKeys(dump.Listeners)) {
+			g, ok := got[ln]
+			if !ok && ln == kubeAPIListener {
+				continue
+			}
+			if !ok {
+				diffs = append(diffs, fmt.Sprintf("%s: listener %s: pilotfish sends none", p.Name, ln))
+				continue
+			}
+			wc, gc := listenerChains(t, dump.Listeners[ln]), listenerChains(t, g)
+			for _, id := range slices.Sorted(mapKeys(wc)) {
+				w := wc[id]
+				if strings.Contains(strings.Join(w, " "), "istio.stats") {
+					statsChains++
+				}
+				gf, ok := gc[id]
+				if !ok {
+					diffs = append(diffs, fmt.Sprintf("%s: %s chain %s: pilotfish has none (has %q)", p.Name, ln, id, slices.Sorted(mapKeys(gc))))
+					continue
+				}
+				compared++
+				if slices.Equal(gf, w) {
+					continue
+				}
+				d := fmt.Sprintf("%s: %s chain %s filters\n got %q\nwant %q", p.Name, ln, id, gf, w)
+				if slices.Equal(withoutKnown(gf), withoutKnown(w)) {
+					known = append(known, d)
+				} else {
+					diffs = append(diffs, d)
+				}
+			}
+		}
+		t.Logf("%s: %d listeners, %d chains compared", p.Name, len(dump.Listeners), compared)
+		conn.Close()
+		cancel()
+	}
+	return diffs, known, statsChains
+}
+
+// withoutKnown drops telemetryKnown's filters from a chain's list.
+func withoutKnown(l []string) []string {
+	out := make([]string, 0, len(l))
+	for _, f := range l {
+		if strings.HasPrefix(f, "hcm[") {
+			hs := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(f, "hcm["), "]"))
+			hs = slices.DeleteFunc(hs, func(h string) bool { _, k := telemetryKnown[h]; return k })
+			f = "hcm[" + strings.Join(hs, " ") + "]"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// kubeAPIListener is the outbound listener of the reference API server's
+// own Service (default/kubernetes), which istiod reads and config.yaml
+// does not hold.
+const kubeAPIListener = "10.96.0.1_443"
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// telemetryCaseMesh is the mesh pilotfish builds from the case's mesh.yaml
+// through MeshSettings, as serve does from ConfigMap istio.
+func telemetryCaseMesh(t *testing.T, c *istiodref.Case) *encode.Mesh {
+	t.Helper()
+	cfg, err := inject.ParseMesh(c.Mesh)
+	if err != nil {
+		t.Fatalf("%s/mesh.yaml: %v", c.Name, err)
+	}
+	m, err := MeshSettings{Config: cfg}.Mesh()
+	if err != nil {
+		t.Fatalf("%s/mesh.yaml: %v", c.Name, err)
+	}
+	return m
+}
+
+// TestDefaultTelemetryMatchesIstiod: with the chart's mesh config, every
+// chain of the sidecar (outbound HTTP and TCP, passthrough, virtual
+// outbound and inbound, inbound HTTP and TCP) and of the gateway (an HTTP
+// and a TCP server) carries
+// istio.stats where istiod puts it, with istiod's config.
+func TestDefaultTelemetryMatchesIstiod(t *testing.T) {
+	c := loadMeshCase(t, "telemetry-default")
+	m := telemetryCaseMesh(t, c)
+	if !m.Stats {
+		t.Fatal("the chart's mesh config does not turn stats on")
+	}
+	diffs, known, statsChains := telemetryDiffs(t, c, m)
+	if statsChains < 10 {
+		t.Fatalf("istiod's dumps have %d chains with istio.stats; want the case's 10 or more", statsChains)
+	}
+	for _, d := range known {
+		t.Logf("known difference (%v): %s", telemetryKnown, d)
+	}
+	for _, d := range diffs {
+		t.Error(d)
+	}
+}
+
+// TestDefaultTelemetryCaseSeesStats: the comparison can fail. Without
+// stats (the default mesh's setting), pilotfish differs from istiod on
+// every chain istiod gives istio.stats.
+func TestDefaultTelemetryCaseSeesStats(t *testing.T) {
+	c := loadMeshCase(t, "telemetry-default")
+	m := telemetryCaseMesh(t, c).Clone()
+	m.Stats = false
+	diffs, _, statsChains := telemetryDiffs(t, c, m)
+	n := 0
+	for _, d := range diffs {
+		if strings.Contains(d, "istio.stats") {
+			n++
+		}
+	}
+	if n != statsChains {
+		t.Errorf("without stats, %d chains differ on istio.stats; want all %d istiod gives it:\n%s", n, statsChains, strings.Join(diffs, "\n"))
+	}
+}
+
+// TestStatsTypedConfigBytes: the stats filters' typed configs in
+// istiod's dump (sidecar outbound: client; sidecar inbound: server),
+// decoded and encoded again deterministically, are the bytes pilotfish
+// sends in the same chains.
+func TestStatsTypedConfigBytes(t *testing.T) {
+	c := loadMeshCase(t, "telemetry-default")
+	m := telemetryCaseMesh(t, c)
+	sm := scenario.NewMesh()
+	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
+		t.Fatal(err)
+	}
+	e := New(sm.W, Options{Mesh: m})
+	p := c.Proxies[0]
+	dump, err := istiodref.ReadDump(c.DumpFile(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := structpb.NewStruct(p.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rs, err := conn.Generate(encode.ListenerType, []string{"virtualInbound", "virtualOutbound"}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		var a anypb.Any
+		var l listenerv3.Listener
+		if err := proto.Unmarshal(r.Any, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.UnmarshalTo(&l); err != nil {
+			t.Fatal(err)
+		}
+		// The first chain: both listeners' blackhole chain, whose filters
+		// end with istio.stats and tcp_proxy.
+		gf := l.GetFilterChains()[0].GetFilters()
+		wf := jsonList(listenerChainsRaw(dump.Listeners[r.Name])[0]["filters"])
+		if len(gf) < 2 || len(wf) < 2 {
+			t.Fatalf("%s: chain filters got %d want %d", r.Name, len(gf), len(wf))
+		}
+		got := gf[len(gf)-2]
+		wm, _ := wf[len(wf)-2].(map[string]any)
+		if got.GetName() != "istio.stats" || wm["name"] != "istio.stats" {
+			t.Fatalf("%s: filter before tcp_proxy got %s want %v", r.Name, got.GetName(), wm["name"])
+		}
+		var want anypb.Any
+		if err := protojson.Unmarshal([]byte(jsonString(t, wm["typedConfig"])), &want); err != nil {
+			t.Fatalf("%s: istiod's typed config: %v", r.Name, err)
+		}
+		msg, err := want.UnmarshalNew()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wb, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetTypedConfig().GetTypeUrl() != want.GetTypeUrl() || !bytes.Equal(got.GetTypedConfig().GetValue(), wb) {
+			t.Errorf("%s: istio.stats typed config got %s %x want %s %x", r.Name, got.GetTypedConfig().GetTypeUrl(), got.GetTypedConfig().GetValue(), want.GetTypeUrl(), wb)
+		}
+		if _, ok := msg.(*stats.PluginConfig); !ok {
+			t.Errorf("%s: istiod's typed config is a %T", r.Name, msg)
+		}
+	}
+	if len(rs) != 2 {
+		t.Fatalf("got %d virtual listeners, want 2", len(rs))
+	}
+}
+
+func listenerChainsRaw(l map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, fc := range jsonList(l["filterChains"]) {
+		m, _ := fc.(map[string]any)
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestStatsListenersSharedPerClass: with stats on, a second gateway of the
+// same class gets every listener from the cache (Mesh.Stats is a value of
+// the keys, not a per-proxy input).
+func TestStatsListenersSharedPerClass(t *testing.T) {
+	c := loadMeshCase(t, "telemetry-default")
+	m := telemetryCaseMesh(t, c)
+	sm := scenario.NewMesh()
+	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
+		t.Fatal(err)
+	}
+	cache := encode.NewCache()
+	e := New(sm.W, Options{Mesh: m, Cache: cache})
+	gw := c.Proxies[1]
+	if !strings.HasPrefix(gw.ID, "router~") {
+		t.Fatalf("proxy %s is not the gateway", gw.Name)
+	}
+	md, err := structpb.NewStruct(gw.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listenerStats := func() encode.Stats {
+		for _, s := range cache.Stats() {
+			if s.Kind == "listener" {
+				return s
+			}
+		}
+		t.Fatal("no listener cache stats")
+		return encode.Stats{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var n [2]int
+	var after [2]encode.Stats
+	for i, id := range []string{gw.ID, strings.Replace(gw.ID, "10.1.51.9~tstats-ingress-5f7c", "10.1.51.10~tstats-ingress-9a1b", 1)} {
+		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: md}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		n[i] = len(rs)
+		after[i] = listenerStats()
+	}
+	if n[0] < 2 || n[1] != n[0] {
+		t.Fatalf("listeners: first gateway %d, second %d; want the same 2 or more", n[0], n[1])
+	}
+	if after[1].Misses != after[0].Misses || after[1].Hits-after[0].Hits != uint64(n[1]) {
+		t.Errorf("second gateway: %d misses and %d hits more, want 0 and %d", after[1].Misses-after[0].Misses, after[1].Hits-after[0].Hits, n[1])
+	}
+}

@@ -1,0 +1,66 @@
+package engine_test
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/engine"
+	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/serve"
+)
+
+// TestSetMeshStatsPushed: a real ADS client's listeners gain istio.stats
+// when the mesh's default metrics provider turns stats on at run time, and
+// lose it when it is turned off again.
+func TestSetMeshStatsPushed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := index.NewWriter()
+	sy := w.Symbols()
+	var b index.Batch
+	b.PutService(index.Service{
+		Key:  index.ServiceKey{Host: sy.Intern("reviews.shop.svc.cluster.local"), Namespace: sy.Intern("shop")},
+		Name: sy.Intern("reviews"), Origin: index.OriginKubernetes,
+		Addresses: []netip.Prefix{netip.MustParsePrefix("10.96.0.30/32")},
+		Ports:     []index.Port{{Name: sy.Intern("http"), Number: 80, Protocol: index.ProtocolHTTP}},
+	})
+	w.Apply(&b)
+	eng := engine.New(w, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: encode.DefaultMesh()})
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); eng.Run(runCtx) }()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(serve.ServerOptions()...)
+	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+
+	c := newMeshClient(t, ctx, lis.Addr().String(), "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop")
+	c.waitFor(t, ctx, "first LDS", func() bool { return c.has(engine.TypeListener, "0.0.0.0_80") })
+	if c.has(engine.TypeListener, "istio.stats") {
+		t.Fatal("the default mesh's listeners carry istio.stats")
+	}
+	on := encode.DefaultMesh()
+	on.Stats = true
+	if !eng.SetMesh(on) {
+		t.Fatal("stats on is not a change")
+	}
+	c.waitFor(t, ctx, "LDS with stats", func() bool {
+		return c.has(engine.TypeListener, "istio.stats") && c.has(engine.TypeListener, "type.googleapis.com/stats.PluginConfig")
+	})
+	if !eng.SetMesh(encode.DefaultMesh()) {
+		t.Fatal("stats off is not a change")
+	}
+	c.waitFor(t, ctx, "LDS without stats", func() bool { return !c.has(engine.TypeListener, "istio.stats") })
+}
