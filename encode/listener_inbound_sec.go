@@ -63,12 +63,12 @@ type inboundSecurity struct {
 }
 
 func (k viIn) security() *inboundSecurity {
-	s := &inboundSecurity{}
+	s := &inboundSecurity{http: customHTTPFilters(k.names, &k.Authz)}
 	if f := jwtFilter(&k.RequestAuthn, false); f != nil {
 		s.http = append(s.http, f)
 	}
 	s.http = append(s.http, authzHTTPFilters(k.names, &k.Authz)...)
-	s.net = authzTCPFilters(k.names, &k.Authz)
+	s.net = append(customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz)...)
 	return s
 }
 
@@ -98,7 +98,7 @@ func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
 // securityHTTPFilters are a router's jwt_authn and RBAC filters for its
 // HTTP servers, as on a sidecar's inbound HTTP chains.
 func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
-	var out []*hcm.HttpFilter
+	out := customHTTPFilters(k.names, &k.Authz)
 	if f := jwtFilter(&k.RequestAuthn, true); f != nil {
 		out = append(out, f)
 	}
@@ -111,5 +111,6 @@ func (k gwlIn) tcpFilters(proxy *listener.Filter) []*listener.Filter {
 	if k.Authz.Empty() {
 		return []*listener.Filter{proxy}
 	}
-	return append(authzTCPFilters(k.names, &k.Authz), proxy)
+	out := append(customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz)...)
+	return append(out, proxy)
 }

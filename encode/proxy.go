@@ -167,6 +167,9 @@ type Mesh struct {
 	// outlierDetection) encoded by EncodeDefaultTrafficPolicy ("" none):
 	// the baseline under every DestinationRule's, no rule included.
 	DefaultTrafficPolicy string
+	// ExtAuthz are extensionProviders of kinds envoyExtAuthzHttp and
+	// envoyExtAuthzGrpc, in mesh config order (engine/mesh_extauthz.go).
+	ExtAuthz []ExtAuthzProvider
 
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
@@ -212,6 +215,7 @@ func (m *Mesh) Clone() *Mesh {
 		DefaultDestinationRuleExportTo: cloneStrings(m.DefaultDestinationRuleExportTo),
 	}
 	m.cloneClusterFields(c)
+	c.ExtAuthz = cloneExtAuthz(m.ExtAuthz)
 	return c
 }
 
@@ -300,6 +304,7 @@ func (m *Mesh) fieldsHash() uint64 {
 		}
 	}
 	m.hashClusterFields(h)
+	hashExtAuthz(h, m.ExtAuthz)
 	if v := h.Sum(); v != 0 {
 		return v
 	}
