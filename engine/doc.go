@@ -32,7 +32,10 @@
 // The mesh config's fields that shape clusters, endpoints and TLS contexts
 // reach encode.Mesh through applyClusterMesh (mesh_cluster.go), which
 // refuses, naming the field, a value istiod or Envoy would refuse and one
-// pilotfish does not implement (docs/mesh-config.md).
+// pilotfish does not implement (docs/mesh-config.md). Its ext_authz
+// extensionProviders reach encode.Mesh through applyExtAuthzMesh
+// (mesh_extauthz.go), which keeps an invalid provider with its reason, as
+// istiod, rather than refuse the mesh config (docs/security.md).
 //
 // # Invariants
 //
