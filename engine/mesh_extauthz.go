@@ -14,6 +14,7 @@ import (
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
 // applyExtAuthzMesh copies the mesh config's extensionProviders of kinds
@@ -142,4 +143,30 @@ func extAuthzBody(b *meshv1alpha1.MeshConfig_ExtensionProvider_EnvoyExternalAuth
 		return nil
 	}
 	return &encode.ExtAuthzBody{MaxRequestBytes: b.GetMaxRequestBytes(), AllowPartialMessage: b.GetAllowPartialMessage(), PackAsBytes: b.GetPackAsBytes()}
+}
+
+// touchesExtAuthz reports whether the changes hold the service of one of
+// mesh's ext_authz providers. A workload's CUSTOM filters depend on that
+// service existing whatever the workload's scope sees (istiod looks it up in
+// the whole registry), so such a change cannot be scoped.
+func (s *scopedChanges) touchesExtAuthz(snap *index.Snapshot, mesh *encode.Mesh) bool {
+	if s == nil || len(mesh.ExtAuthz) == 0 {
+		return false
+	}
+	for _, p := range mesh.ExtAuthz {
+		host := p.Service
+		if _, h, ok := strings.Cut(host, "/"); ok {
+			host = h
+		}
+		sym, ok := snap.Symbols.Lookup(host)
+		if !ok {
+			continue
+		}
+		for k := range s.services {
+			if k.Host == sym {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -73,7 +73,8 @@ func chainSecurityFilters(l map[string]any) map[string][]any {
 // shadow filter then ext_authz per provider (HTTP, and network for the
 // gRPC provider on TCP chains), dry-run policies, then jwt_authn and the
 // DENY policies; a provider whose service is missing, or two providers on
-// one workload, deny what the policies match.
+// one workload, deny what the policies match. The ingress gateway's
+// listeners (an HTTP and a TCP server) carry the same filters as istiod's.
 func TestExtAuthzMatchesIstiod(t *testing.T) {
 	c, err := istiodref.LoadCase("authz-custom")
 	if err != nil {
@@ -114,41 +115,49 @@ func TestExtAuthzMatchesIstiod(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got map[string]any
+		// Sidecars: virtualInbound; routers: every listener.
+		got := map[string]map[string]any{}
 		for _, r := range rs {
-			if r.Name == "virtualInbound" {
-				var a anypb.Any
-				if err := proto.Unmarshal(r.Any, &a); err != nil {
-					t.Fatal(err)
-				}
-				m, err := a.UnmarshalNew()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := xdstest.Validate(m); err != nil {
-					t.Errorf("%s: virtualInbound: %v", p.Name, err)
-				}
-				got, _ = anyJSON(t, r.Any).(map[string]any)
+			if r.Name != "virtualInbound" && !strings.HasPrefix(p.ID, "router~") {
+				continue
 			}
-		}
-		if got == nil {
-			t.Fatalf("%s: no virtualInbound", p.Name)
-		}
-		want := chainSecurityFilters(dump.Listeners["virtualInbound"])
-		have := chainSecurityFilters(got)
-		for chain, w := range want {
-			for _, f := range w {
-				n, _ := f.(map[string]any)["name"].(string)
-				kinds[n]++
+			var a anypb.Any
+			if err := proto.Unmarshal(r.Any, &a); err != nil {
+				t.Fatal(err)
 			}
-			var diffs []string
-			scenario.Diff(p.Name+"/"+chain, any(w), any(have[chain]), &diffs)
-			for _, d := range diffs {
-				t.Error(d)
+			m, err := a.UnmarshalNew()
+			if err != nil {
+				t.Fatal(err)
 			}
+			if err := xdstest.Validate(m); err != nil {
+				t.Errorf("%s: %s: %v", p.Name, r.Name, err)
+			}
+			got[r.Name], _ = anyJSON(t, r.Any).(map[string]any)
 		}
-		if len(have) != len(want) {
-			t.Errorf("%s: %d chains, istiod %d", p.Name, len(have), len(want))
+		for name, l := range dump.Listeners {
+			if name != "virtualInbound" && !strings.HasPrefix(p.ID, "router~") {
+				continue
+			}
+			if got[name] == nil {
+				t.Errorf("%s: no listener %s", p.Name, name)
+				continue
+			}
+			want := chainSecurityFilters(l)
+			have := chainSecurityFilters(got[name])
+			for chain, w := range want {
+				for _, f := range w {
+					n, _ := f.(map[string]any)["name"].(string)
+					kinds[n]++
+				}
+				var diffs []string
+				scenario.Diff(p.Name+"/"+name+"/"+chain, any(w), any(have[chain]), &diffs)
+				for _, d := range diffs {
+					t.Error(d)
+				}
+			}
+			if len(have) != len(want) {
+				t.Errorf("%s/%s: %d chains, istiod %d", p.Name, name, len(have), len(want))
+			}
 		}
 	}
 	// The case is what this test means to compare.
