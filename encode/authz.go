@@ -41,6 +41,9 @@ type AuthzPolicies struct {
 	// policies are rewritten to each (authz_trustdomain.go). Empty when no
 	// policy applies.
 	TrustDomains []string
+	// Providers are the ext_authz providers the Custom policies name,
+	// resolved (authz_extauthz.go), sorted by name.
+	Providers []AuthzProvider
 }
 
 // Empty reports whether no policy applies.
@@ -55,6 +58,10 @@ func (a *AuthzPolicies) hashInto(h *Hasher) {
 	hashCfgRows(h, a.Deny)
 	hashCfgRows(h, a.Allow)
 	h.Strs(a.TrustDomains)
+	h.Int(len(a.Providers))
+	for i := range a.Providers {
+		a.Providers[i].hashInto(h)
+	}
 }
 
 // azGroup is one RBAC filter: an action and its policies.
@@ -63,14 +70,12 @@ type azGroup struct {
 	policies []*index.Config
 }
 
-// groups lists the filters in istiod's evaluation order: CUSTOM, AUDIT,
-// root DENY, DENY, ALLOW. pilotfish has no extension providers, so a
-// CUSTOM policy fails closed: its rules deny, as istiod does for a
-// provider it cannot resolve.
+// groups lists the RBAC filters in istiod's evaluation order: AUDIT, root
+// DENY, DENY, ALLOW. CUSTOM policies have filters of their own, before
+// authentication (customHTTPFilters, customTCPFilters).
 func (a *AuthzPolicies) groups() []azGroup {
-	out := make([]azGroup, 0, 5)
+	out := make([]azGroup, 0, 4)
 	for _, g := range []azGroup{
-		{rbac.RBAC_DENY, a.Custom},
 		{rbac.RBAC_LOG, a.Audit},
 		{rbac.RBAC_DENY, a.RootDeny},
 		{rbac.RBAC_DENY, a.Deny},

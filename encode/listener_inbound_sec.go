@@ -65,12 +65,12 @@ type inboundSecurity struct {
 }
 
 func (k viIn) security() *inboundSecurity {
-	s := &inboundSecurity{stats: k.Stats}
+	s := &inboundSecurity{stats: k.Stats, http: customHTTPFilters(k.names, &k.Authz)}
 	if f := jwtFilter(&k.RequestAuthn, false); f != nil {
 		s.http = append(s.http, f)
 	}
 	s.http = append(s.http, authzHTTPFilters(k.names, &k.Authz)...)
-	s.net = authzTCPFilters(k.names, &k.Authz)
+	s.net = append(customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz)...)
 	return s
 }
 
@@ -103,7 +103,7 @@ func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
 // securityHTTPFilters are a router's jwt_authn and RBAC filters for its
 // HTTP servers, as on a sidecar's inbound HTTP chains.
 func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
-	var out []*hcm.HttpFilter
+	out := customHTTPFilters(k.names, &k.Authz)
 	if f := jwtFilter(&k.RequestAuthn, true); f != nil {
 		out = append(out, f)
 	}
@@ -120,7 +120,7 @@ func (k gwlIn) tcpFilters(proxy *listener.Filter) []*listener.Filter {
 		}
 		return []*listener.Filter{proxy}
 	}
-	out := authzTCPFilters(k.names, &k.Authz)
+	out := append(customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz)...)
 	if k.Stats {
 		out = append(out, nfStatsServer)
 	}

@@ -167,6 +167,9 @@ type Mesh struct {
 	// outlierDetection) encoded by EncodeDefaultTrafficPolicy ("" none):
 	// the baseline under every DestinationRule's, no rule included.
 	DefaultTrafficPolicy string
+	// ExtAuthz are extensionProviders of kinds envoyExtAuthzHttp and
+	// envoyExtAuthzGrpc, in mesh config order (engine/mesh_extauthz.go).
+	ExtAuthz []ExtAuthzProvider
 
 	// Stats is the telemetry istiod gives every proxy when the mesh's
 	// default metrics providers name a prometheus provider
@@ -220,6 +223,7 @@ func (m *Mesh) Clone() *Mesh {
 	}
 	m.cloneClusterFields(c)
 	c.Stats = m.Stats
+	c.ExtAuthz = cloneExtAuthz(m.ExtAuthz)
 	return c
 }
 
@@ -309,6 +313,7 @@ func (m *Mesh) fieldsHash() uint64 {
 		}
 	}
 	m.hashClusterFields(h)
+	hashExtAuthz(h, m.ExtAuthz)
 	if v := h.Sum(); v != 0 {
 		return v
 	}

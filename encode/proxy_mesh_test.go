@@ -20,7 +20,8 @@ func TestMeshClone(t *testing.T) {
 		LocalityLB:           &LocalityLB{Failover: []LocalityFailover{{From: "a", To: "b"}}, Distribute: []LocalityDistribute{{From: "a/*", To: []LocalityWeight{{"b/*", 100}}}}},
 		TLSDefaults:          TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}},
 		MeshMTLS:             TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true},
-		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}, Stats: true}
+		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}, Stats: true,
+		ExtAuthz: []ExtAuthzProvider{{Name: "authz", Kind: ExtAuthzHTTP, IncludeRequestHeaders: []string{"x-user"}, Body: &ExtAuthzBody{MaxRequestBytes: 1}}}}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -42,6 +43,11 @@ func TestMeshClone(t *testing.T) {
 	c.LocalityLB.Distribute[0].To[0].Weight = 1
 	c.TLSDefaults.EcdhCurves[0] = "X25519"
 	c.MeshMTLS.CipherSuites[0] = "x"
+	c.ExtAuthz[0].IncludeRequestHeaders[0] = "y"
+	c.ExtAuthz[0].Body.MaxRequestBytes++
+	if m.ExtAuthz[0].IncludeRequestHeaders[0] != "x-user" || m.ExtAuthz[0].Body.MaxRequestBytes != 1 {
+		t.Fatal("Clone shares an ext_authz provider with the mesh it came from")
+	}
 	if m.TCPKeepalive.Probes != 3 || m.LocalityLB.Failover[0].To != "b" || m.LocalityLB.Distribute[0].To[0].Weight != 100 ||
 		m.TLSDefaults.EcdhCurves[0] != "P-256" || m.MeshMTLS.CipherSuites[0] != "ECDHE-RSA-AES256-GCM-SHA384" {
 		t.Fatal("Clone shares a setting with the mesh it came from")

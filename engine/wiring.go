@@ -94,6 +94,7 @@ func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 		if err := applyTelemetryMesh(m, s.Config); err != nil {
 			return nil, err
 		}
+		applyExtAuthzMesh(m, s.Config) // mesh_extauthz.go
 	}
 	switch s.OutboundTrafficPolicy {
 	case "", "ALLOW_ANY":

@@ -65,13 +65,10 @@ var securityLedger = ledgerTable{
 	"istio.security.v1beta1.AuthorizationPolicy.targetRef":  policyTargets,
 	"istio.security.v1beta1.AuthorizationPolicy.targetRefs": policyTargets,
 	"istio.security.v1beta1.AuthorizationPolicy.rules":      honoured("encode.TestAzPolicy"),
-	"istio.security.v1beta1.AuthorizationPolicy.action": partial("encode.TestAuthzFilters",
-		"CUSTOM has no extension provider to call: its rules deny, as istiod does for a provider it cannot resolve"),
-	"istio.security.v1beta1.AuthorizationPolicy.provider": unsupportedDoes(
-		"extension providers (meshConfig.extensionProviders) are not implemented",
-		"a CUSTOM policy denies the requests its rules match"),
-	"istio.security.v1beta1.AuthorizationPolicy.ExtensionProvider.name": unsupported(
-		"extension providers are not implemented"),
+	"istio.security.v1beta1.AuthorizationPolicy.action": honouredNote("encode.TestAuthzFilters",
+		"CUSTOM calls the mesh config's ext_authz provider as istiod (engine.TestExtAuthzMatchesIstiod); proxyless gRPC servers deny what CUSTOM rules match, where istiod ignores them"),
+	"istio.security.v1beta1.AuthorizationPolicy.provider":               honoured("engine.TestExtAuthzMatchesIstiod"),
+	"istio.security.v1beta1.AuthorizationPolicy.ExtensionProvider.name": honoured("engine.TestExtAuthzMatchesIstiod"),
 
 	"istio.security.v1beta1.Rule.from":        honoured("encode.TestAzPolicy"),
 	"istio.security.v1beta1.Rule.to":          honoured("encode.TestAzPolicy"),

@@ -55,6 +55,9 @@ func securityOf(sc *Scope, mesh *encode.Mesh) *workloadSecurity {
 		// each of its aliases too (istiod's trust domain bundle).
 		w.authz.TrustDomains = append([]string{mesh.TrustDomain}, mesh.TrustDomainAliases...)
 	}
+	if len(w.authz.Custom) > 0 {
+		w.authz.Providers = authzProviders(snap, mesh, w.authz.Custom) // authz_extauthz.go
+	}
 	w.ra = jwtRules(snap, mesh.JWKSFetchMode, selectPolicies(snap, index.ConfigRequestAuthentication, root, sc.Namespace, labels))
 	return w
 }
