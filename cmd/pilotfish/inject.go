@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -75,6 +76,9 @@ type injectInput struct {
 	mesh *meshv1.MeshConfig
 }
 
+// errInjectFileEmpty: an injector file that had content reads empty.
+var errInjectFileEmpty = errors.New("empty: mid-write, or emptied (the last good settings stay)")
+
 // errInjectKeyMissing: an injector ConfigMap lacks a key it must have.
 var errInjectKeyMissing = errors.New("key missing")
 
@@ -111,6 +115,12 @@ func newInjectState(o injectOptions, reg prometheus.Registerer, log *slog.Logger
 func (s *injectState) set(in map[int]injectInput) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.in != nil && s.lastErr == nil && s.unchangedLocked(in) {
+		// The same bytes again (a file re-read after its stat moved, a
+		// ConfigMap resynced): the injector in force stays, templates and
+		// caches included.
+		return nil
+	}
 	for i, v := range in {
 		s.inputs[i] = v
 	}
@@ -127,6 +137,18 @@ func (s *injectState) set(in map[int]injectInput) error {
 	}
 	s.lastErr = nil
 	return nil
+}
+
+// unchangedLocked reports whether every input of in is the one in force.
+func (s *injectState) unchangedLocked(in map[int]injectInput) bool {
+	for i, v := range in {
+		cur := s.inputs[i]
+		if cur.set != v.set || cur.missing != v.missing || cur.origin != v.origin ||
+			cur.mesh != v.mesh || !bytes.Equal(cur.data, v.data) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *injectState) rebuildLocked() error {
@@ -274,6 +296,12 @@ func (f *injectFiles) read() (map[int]injectInput, error) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
+		}
+		if len(bytes.TrimSpace(b)) == 0 && f.size[i] > 0 {
+			// Saved in place, a file is truncated first: read empty, it is
+			// most likely mid-write (an injector without templates is no
+			// good set anyway). The next tick reads it again.
+			return nil, fmt.Errorf("%s %s: %w", inputFlags[i], p, errInjectFileEmpty)
 		}
 		mod[i], size[i] = st.ModTime(), st.Size()
 		out[i] = injectInput{data: b, origin: inputFlags[i] + " " + p, set: true}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -268,10 +269,44 @@ func TestInjectorReload(t *testing.T) {
 		}
 		return ""
 	})
-	if in.Settings() != before || proxyImage() != "mirror.example/istio/proxyv2:latest" {
-		t.Fatal("a config that does not parse replaced the last good one")
+	if got := proxyImage(); in.Settings() != before || got != "mirror.example/istio/proxyv2:latest" {
+		t.Fatalf("a config that does not parse replaced the last good one (same settings %v, image %s)", in.Settings() == before, got)
 	}
 	if errs := st.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "--inject-config "+o.configFile) {
 		t.Errorf("reported errors %v, want one naming --inject-config %s", errs, o.configFile)
+	}
+}
+
+// TestInjectorFileEmptied: an injector file that had content and reads
+// empty (an editor saving in place truncates it first) is not taken as a
+// new set: the reloader keeps the settings in force and reads it again.
+func TestInjectorFileEmptied(t *testing.T) {
+	dir := t.TempDir()
+	var paths [3]string
+	for i, name := range []string{"config.yaml", "values.json", "mesh.yaml"} {
+		b, err := os.ReadFile(filepath.Join(chartDir, "default", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths[i] = filepath.Join(dir, name)
+		if err := os.WriteFile(paths[i], b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := &injectFiles{o: injectOptions{configFile: paths[0], valuesFile: paths[1], meshFile: paths[2]}}
+	if _, err := files.read(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(paths[0], nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !files.changed() {
+		t.Fatal("the emptied file is not seen as changed")
+	}
+	if _, err := files.read(); !errors.Is(err, errInjectFileEmpty) {
+		t.Fatalf("read of an emptied file: %v, want errInjectFileEmpty", err)
+	}
+	if !files.changed() {
+		t.Error("after the refused read the file no longer counts as changed: it would not be read again")
 	}
 }
