@@ -124,21 +124,8 @@ func TestSetMeshPushesAffected(t *testing.T) {
 		w.Apply(&b)
 	}
 	addService("reviews", 80, index.ProtocolHTTP)
-	eng := engine.New(w, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: encode.DefaultMesh()})
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); eng.Run(runCtx) }()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer(serve.ServerOptions()...)
-	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+	eng, addr := startMeshServer(t, w)
 
-	addr := lis.Addr().String()
 	sidecars := []*meshClient{
 		newMeshClient(t, ctx, addr, "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop"),
 		newMeshClient(t, ctx, addr, "sidecar~10.1.0.2~b-1.other~other.svc.cluster.local", "other"),
@@ -213,4 +200,25 @@ func itoa(n uint32) string {
 		b = append([]byte{byte('0' + n%10)}, b...)
 	}
 	return string(b)
+}
+
+// startMeshServer runs an engine on w with istiod's default mesh behind a
+// real xDS server on 127.0.0.1, stopped when the test ends, and returns it
+// and the server's address.
+func startMeshServer(t *testing.T, w *index.Writer) (*engine.Engine, string) {
+	t.Helper()
+	eng := engine.New(w, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: encode.DefaultMesh()})
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); eng.Run(runCtx) }()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(serve.ServerOptions()...)
+	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+	return eng, lis.Addr().String()
 }

@@ -2,18 +2,13 @@ package engine_test
 
 import (
 	"context"
-	"net"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/index"
-	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
 // TestSetMeshStatsPushed: a real ADS client's listeners gain istio.stats
@@ -32,21 +27,9 @@ func TestSetMeshStatsPushed(t *testing.T) {
 		Ports:     []index.Port{{Name: sy.Intern("http"), Number: 80, Protocol: index.ProtocolHTTP}},
 	})
 	w.Apply(&b)
-	eng := engine.New(w, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: encode.DefaultMesh()})
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); eng.Run(runCtx) }()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer(serve.ServerOptions()...)
-	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+	eng, addr := startMeshServer(t, w)
 
-	c := newMeshClient(t, ctx, lis.Addr().String(), "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop")
+	c := newMeshClient(t, ctx, addr, "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop")
 	c.waitFor(t, ctx, "first LDS", func() bool { return c.has(engine.TypeListener, "0.0.0.0_80") })
 	if c.has(engine.TypeListener, "istio.stats") {
 		t.Fatal("the default mesh's listeners carry istio.stats")
