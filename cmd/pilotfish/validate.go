@@ -19,7 +19,8 @@ func newValidateCommand() *cobra.Command {
 Kubernetes objects pilotfish reads (Service, EndpointSlice, Pod, Namespace)
 and Istio's networking and security config (VirtualService, DestinationRule,
 Gateway, ServiceEntry, WorkloadEntry, Sidecar, AuthorizationPolicy,
-PeerAuthentication, RequestAuthentication), in any accepted API version.
+PeerAuthentication, RequestAuthentication, EnvoyFilter), in any accepted API
+version.
 
 Directories are read exactly as "serve --config-dir" reads them, so both
 report the same problems: recursively, .yaml, .yml and .json files; hidden
