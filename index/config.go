@@ -23,6 +23,11 @@ const (
 	// symbol, Name the jwksUri's (0 for a key set found through the
 	// issuer's OpenID discovery); its Spec is a JWKS.
 	ConfigJWKS
+	// ConfigEnvoyFilter is an EnvoyFilter (networking.istio.io/v1alpha3):
+	// Spec the istio.io/api message, Selector its workloadSelector labels,
+	// Priority its priority, CreationTime istiod's tie-break. Rules decide
+	// which apply to a proxy class (docs/envoyfilter-design.md).
+	ConfigEnvoyFilter
 	numConfigKinds
 )
 
@@ -38,6 +43,7 @@ const NumConfigKinds = int(numConfigKinds)
 var configKindNames = [...]string{
 	"VirtualService", "DestinationRule", "Gateway", "Sidecar", "ServiceEntry",
 	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication", "Secret", "JWKS",
+	"EnvoyFilter",
 }
 
 func (k ConfigKind) String() string {
@@ -92,7 +98,10 @@ type Config struct {
 	CreationTime int64
 	// DryRun is an AuthorizationPolicy's istio.io/dry-run annotation: its
 	// rules are evaluated and logged, not enforced.
-	DryRun     bool
+	DryRun bool
+	// Priority is an EnvoyFilter's priority: istiod applies filters in
+	// ascending priority, then root namespace first, then oldest first.
+	Priority   int32
 	ExportTo   ExportTo
 	Generation int64
 	// SourceFile and SourceLine say where the object came from (a file of

@@ -175,6 +175,7 @@ var configKinds = map[Kind]index.ConfigKind{
 	KindAuthorizationPolicy:   index.ConfigAuthorizationPolicy,
 	KindPeerAuthentication:    index.ConfigPeerAuthentication,
 	KindRequestAuthentication: index.ConfigRequestAuthentication,
+	KindEnvoyFilter:           index.ConfigEnvoyFilter,
 }
 
 // sym interns s.

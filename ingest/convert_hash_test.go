@@ -51,6 +51,9 @@ var istioBaseSpecs = map[Kind]string{
 	KindRequestAuthentication: `{"selector":{"matchLabels":{"app":"reviews"}},"jwtRules":[{"issuer":"https://issuer.example.com",
 		"jwksUri":"https://issuer.example.com/jwks","fromHeaders":[{"name":"x-jwt","prefix":"Bearer "}],
 		"outputClaimToHeaders":[{"header":"x-claim","claim":"sub"}]}]}`,
+	KindEnvoyFilter: `{"workloadSelector":{"labels":{"app":"reviews"}},"priority":3,"configPatches":[{"applyTo":"CLUSTER",
+		"match":{"context":"SIDECAR_OUTBOUND","cluster":{"service":"reviews.shop.svc.cluster.local"}},
+		"patch":{"operation":"MERGE","value":{"connect_timeout":"3s"}}}]}`,
 }
 
 // istioKindList is every Istio kind, in Kind order.

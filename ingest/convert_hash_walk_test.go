@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"fmt"
+	"google.golang.org/protobuf/types/known/structpb"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +49,15 @@ func messageSetters(md protoreflect.MessageDescriptor, stack []protoreflect.Full
 		return nil
 	}
 	stack = append(stack, md.FullName())
+	if md.FullName() == "google.protobuf.Struct" {
+		// A free-form value (an EnvoyFilter patch's): one key set, as a
+		// Value without a kind is no JSON at all.
+		fd := md.Fields().ByName("fields")
+		return []setter{{"fields{}", func(m protoreflect.Message, alt bool) {
+			v := structpb.NewStringValue(scalarValue(fd.MapKey(), alt).String())
+			m.Mutable(fd).Map().Set(protoreflect.ValueOfString("probe").MapKey(), protoreflect.ValueOfMessage(v.ProtoReflect()))
+		}}}
+	}
 	var out []setter
 	fields := md.Fields()
 	for i := range fields.Len() {
@@ -194,6 +205,9 @@ func istioTyped(k Kind) (runtime.Object, *metav1.ObjectMeta, proto.Message) {
 		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
 	case KindWorkloadEntry:
 		o := &networkingv1.WorkloadEntry{}
+		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
+	case KindEnvoyFilter:
+		o := &networkingv1alpha3.EnvoyFilter{}
 		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
 	case KindAuthorizationPolicy:
 		o := &securityv1.AuthorizationPolicy{}

@@ -53,6 +53,8 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 	case *networking.ServiceEntry:
 		hosts = s.Hosts
 		row.ExportTo = c.exportTo(s.ExportTo)
+	case *networking.EnvoyFilter:
+		selector, hasSelector = envoyFilterRow(&row, s) // convert_envoyfilter.go
 	case *security.AuthorizationPolicy, *security.PeerAuthentication, *security.RequestAuthentication:
 		selector, hasSelector = securityRow(&row, o) // convert_security.go
 	}

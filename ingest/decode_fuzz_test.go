@@ -52,7 +52,7 @@ func FuzzDecode(f *testing.F) {
 	// Kinds not read: a misspelling, one not implemented, one not mesh
 	// config, in a List.
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: networking.istio.io/v1, kind: VirtualServize, metadata: {name: a}}\n" +
-		"- {apiVersion: networking.istio.io/v1alpha3, kind: EnvoyFilter, metadata: {name: b}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"))
+		"- {apiVersion: networking.istio.io/v1beta1, kind: ProxyConfig, metadata: {name: b}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"))
 	f.Add([]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: gw-cert, namespace: gw}\ntype: kubernetes.io/tls\n" +
 		"data: {tls.crt: Q0VSVA==, tls.key: S0VZ, bad key: eA==}\nstringData: {ca.crt: CA}\n"))
 	f.Add([]byte(unsupportedConfig)) // fields of the ledger's unsupported ones (ledger_walk_test.go)

@@ -30,7 +30,7 @@ func TestDecodeKindsNotRead(t *testing.T) {
 		{"old Ingress", "extensions/v1beta1", "Ingress", "", "warning: Ingress ns/x: not implemented"},
 		{"nothing close", "networking.istio.io/v1beta1", "Frobnicator", `f.yaml:3: Frobnicator ns/x: kind: unknown kind "Frobnicator" in API group networking.istio.io`, ""},
 		{"apiVersion without version", "networking.istio.io", "VirtualService", `f.yaml:2: VirtualService ns/x: apiVersion: "networking.istio.io" has no version: write group/version, e.g. networking.istio.io/v1`, ""},
-		{"EnvoyFilter", "networking.istio.io/v1alpha3", "EnvoyFilter", "", "f.yaml:2: warning: EnvoyFilter ns/x: not implemented by pilotfish (networking.istio.io/v1alpha3); the object is ignored"},
+		{"ProxyConfig", "networking.istio.io/v1beta1", "ProxyConfig", "", "f.yaml:2: warning: ProxyConfig ns/x: not implemented by pilotfish (networking.istio.io/v1beta1); the object is ignored"},
 		{"WorkloadGroup", "networking.istio.io/v1", "WorkloadGroup", "", "warning: WorkloadGroup ns/x: not implemented"},
 		{"ProxyConfig", "networking.istio.io/v1beta1", "ProxyConfig", "", "warning: ProxyConfig ns/x: not implemented"},
 		{"Telemetry", "telemetry.istio.io/v1", "Telemetry", "", "warning: Telemetry ns/x: not implemented"},
@@ -73,11 +73,11 @@ func TestDecodeKindsNotRead(t *testing.T) {
 		})
 	}
 	// In a List, each item is judged on its own, at its own line.
-	list := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: networking.istio.io/v1alpha3\n  kind: EnvoyFilter\n  metadata: {name: ef}\n" +
+	list := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: networking.istio.io/v1beta1\n  kind: ProxyConfig\n  metadata: {name: pc}\n" +
 		"- apiVersion: networking.istio.io/v1\n  kind: DestinatonRule\n  metadata: {name: dr}\n"
 	_, errs, warns := ingest.DecodeWithWarnings("l.yaml", []byte(list))
 	expect(t, "list error", errs, `l.yaml:8: DestinatonRule dr: kind: unknown kind "DestinatonRule" in API group networking.istio.io (did you mean "DestinationRule"?)`)
-	expect(t, "list warning", warns, "l.yaml:4: warning: EnvoyFilter ef: not implemented")
+	expect(t, "list warning", warns, "l.yaml:4: warning: ProxyConfig pc: not implemented")
 }
 
 func expect(t *testing.T, what string, got []error, want string) {

@@ -27,6 +27,13 @@
 // `pilotfish validate` applies, converts them into index rows and applies
 // them to the index as one batch per change.
 //
+// EnvoyFilters (v1alpha3) are read, validated as istiod validates them
+// (validate_envoyfilter.go, their patch values converted to the Envoy
+// types their applyTo names, with every extension type of go-control-plane
+// linked: envoyfilter_types.go) and indexed as ConfigEnvoyFilter rows; their
+// patches are not applied yet, which the field ledger says in one warning
+// per EnvoyFilter (ledger_envoyfilter.go; docs/envoyfilter-design.md).
+//
 // JWKSInput (jwks_input.go) connects the fetcher of RequestAuthentication
 // key sets (package jwks, an outside input wired by cmd) to the index: it
 // tells the fetcher the sources the index's rules name and writes the key

@@ -30,6 +30,7 @@ const (
 	KindPeerAuthentication
 	KindRequestAuthentication
 	KindSecret
+	KindEnvoyFilter
 	numKinds
 )
 
@@ -102,6 +103,8 @@ var kinds = [numKinds]kindInfo{
 	KindPeerAuthentication:    {"PeerAuthentication", "security.istio.io", securityVersions, true, protoNew[security.PeerAuthentication]()},
 	KindRequestAuthentication: {"RequestAuthentication", "security.istio.io", securityVersions, true, protoNew[security.RequestAuthentication]()},
 	KindSecret:                {"Secret", "", []string{"v1"}, true, kubeNew[corev1.Secret]()},
+	// EnvoyFilter exists only at v1alpha3 (Istio never promoted it).
+	KindEnvoyFilter: {"EnvoyFilter", "networking.istio.io", []string{"v1alpha3"}, true, protoNew[networking.EnvoyFilter]()},
 }
 
 type groupKind struct{ group, kind string }

@@ -23,8 +23,8 @@ import (
 //     (policy/v1beta1 PodSecurityPolicy) or added after the client-go
 //     pilotfish is built with is no concern of the mesh, and must not fail
 //     `pilotfish validate`.
-//   - Real mesh configuration pilotfish does not implement (EnvoyFilter,
-//     Telemetry, WasmPlugin, ProxyConfig, WorkloadGroup, the Gateway API's
+//   - Real mesh configuration pilotfish does not implement (Telemetry,
+//     WasmPlugin, ProxyConfig, WorkloadGroup, the Gateway API's
 //     kinds, Ingress, IstioOperator): a warning, since whoever wrote it
 //     expects it to change traffic.
 //   - Any other built-in Kubernetes kind (ConfigMap, ServiceAccount,

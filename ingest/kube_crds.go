@@ -27,7 +27,7 @@ func (c *crdWatch) poll(ctx context.Context) {
 		return
 	}
 	served := map[string]map[string]bool{}
-	for _, gv := range []string{networkingGroupVersion, securityGroupVersion} {
+	for _, gv := range istioGroupVersions {
 		list, err := s.opts.Client.Discovery().ServerResourcesForGroupVersion(gv)
 		switch {
 		case apierrors.IsNotFound(err):
@@ -64,7 +64,7 @@ func (c *crdWatch) poll(ctx context.Context) {
 		c.loggedAbsent = false
 	case c.served() == 0 && !c.loggedAbsent:
 		s.log.Info("Istio CRDs are not installed: serving Kubernetes services only until they are",
-			"group-versions", []string{networkingGroupVersion, securityGroupVersion})
+			"group-versions", istioGroupVersions)
 		c.loggedAbsent = true
 	}
 	if len(stopped) > 0 {

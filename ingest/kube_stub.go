@@ -171,6 +171,9 @@ func (s *KubeSource) listNamespace(ctx context.Context, kind Kind, ns string) ([
 		opts.FieldSelector = secretFieldSelector
 		l, err := c.CoreV1().Secrets(ns).List(ctx, opts)
 		return items(l, err, func() []any { return ptrs(l.Items) })
+	case KindEnvoyFilter:
+		l, err := ic.NetworkingV1alpha3().EnvoyFilters(ns).List(ctx, opts)
+		return items(l, err, func() []any { return anys(l.Items) })
 	case KindVirtualService:
 		l, err := ic.NetworkingV1().VirtualServices(ns).List(ctx, opts)
 		return items(l, err, func() []any { return anys(l.Items) })

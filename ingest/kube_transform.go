@@ -6,6 +6,7 @@ import (
 	"unique"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -312,6 +313,9 @@ func transformIstio(obj any) (any, error) {
 		o.Status.Reset()
 	case *networkingv1.Sidecar:
 		o.ObjectMeta = trimMeta(KindSidecar, &o.ObjectMeta)
+		o.Status.Reset()
+	case *networkingv1alpha3.EnvoyFilter:
+		o.ObjectMeta = trimMeta(KindEnvoyFilter, &o.ObjectMeta)
 		o.Status.Reset()
 	case *networkingv1.ServiceEntry:
 		o.ObjectMeta = trimMeta(KindServiceEntry, &o.ObjectMeta)

@@ -156,7 +156,7 @@ func (w *ledgerWalker) report(msg string) {
 // UnsupportedUse is how many objects set one unsupported field, or are of
 // one kind pilotfish does not implement.
 type UnsupportedUse struct {
-	Kind string // "VirtualService"; for an unimplemented kind, its name ("EnvoyFilter")
+	Kind string // "VirtualService"; for an unimplemented kind, its name ("Telemetry")
 	// Field is the field's path without indexes
 	// ("spec.tcp[].match[].sourceSubnet"); "" for an unimplemented kind.
 	Field   string

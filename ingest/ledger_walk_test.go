@@ -49,8 +49,8 @@ spec:
     route:
     - destination: {host: db}
 ---
-apiVersion: networking.istio.io/v1alpha3
-kind: EnvoyFilter
+apiVersion: networking.istio.io/v1beta1
+kind: ProxyConfig
 metadata: {name: tweak, namespace: shop}
 spec: {}
 `
@@ -77,7 +77,7 @@ func TestUnsupportedWarnings(t *testing.T) {
 			"a gateway forwards by its routes; istiod ignores it too; the field is ignored",
 		"mesh.yaml:30: warning: VirtualService shop/db: spec.tcp[0].match[1].sourceSubnet: not supported by pilotfish: " +
 			"matching on the client's subnet is not implemented; the field is ignored",
-		"mesh.yaml:34: warning: EnvoyFilter shop/tweak: not implemented by pilotfish (networking.istio.io/v1alpha3); the object is ignored",
+		"mesh.yaml:34: warning: ProxyConfig shop/tweak: not implemented by pilotfish (networking.istio.io/v1beta1); the object is ignored",
 	}
 	if got := errorStrings(warns); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -237,9 +237,9 @@ spec: {hostz: [a]}
 `))
 	got := ingest.CountUnsupported(append(warns, errs...))
 	want := []ingest.UnsupportedUse{
-		{Kind: "EnvoyFilter", Field: "", Objects: 1},
 		{Kind: "Gateway", Field: "spec.servers[].bind", Objects: 1},
 		{Kind: "Gateway", Field: "spec.servers[].defaultEndpoint", Objects: 1},
+		{Kind: "ProxyConfig", Field: "", Objects: 1},
 		{Kind: "VirtualService", Field: "spec.tcp[].match[].sourceSubnet", Objects: 2},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

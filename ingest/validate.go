@@ -50,6 +50,8 @@ func Validate(o *Object) []error {
 		v.gateway(spec, s)
 	case *networking.Sidecar:
 		v.sidecar(spec, s)
+	case *networking.EnvoyFilter:
+		v.envoyFilter(spec, s) // validate_envoyfilter.go
 	case *security.AuthorizationPolicy:
 		v.authorizationPolicy(spec, s)
 	case *security.PeerAuthentication:

@@ -55,7 +55,7 @@ func TestReviewAdmission(t *testing.T) {
 			contains: []string{"configuration is invalid: ", "VirtualService bookinfo/reviews: spec.http[0].route[1].destination.host: required"}},
 		{name: "bad VirtualService deleted", body: reviewBody(t, "DELETE", "networking.istio.io", "v1", "VirtualService", "bookinfo", "reviews", ""), allowed: true},
 		{name: "Kubernetes kind left to Kubernetes", body: reviewBody(t, "CREATE", "", "v1", "Service", "default", "x", badSvc), allowed: true},
-		{name: "kind pilotfish does not read", body: reviewBody(t, "CREATE", "networking.istio.io", "v1alpha3", "EnvoyFilter", "default", "x", `{"spec":{"bogus":1}}`), allowed: true},
+		{name: "kind pilotfish does not read", body: reviewBody(t, "CREATE", "networking.istio.io", "v1beta1", "ProxyConfig", "default", "x", `{"spec":{"bogus":1}}`), allowed: true},
 		{name: "object of another kind than the request", body: reviewBody(t, "CREATE", "networking.istio.io", "v1", "VirtualService", "default", "x", badSvc),
 			contains: []string{"is not a networking.istio.io/v1"}},
 		{name: "no object", body: reviewBody(t, "CREATE", "networking.istio.io", "v1", "VirtualService", "default", "x", ""),

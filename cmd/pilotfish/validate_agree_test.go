@@ -87,8 +87,16 @@ func TestValidateAgreesWithServe(t *testing.T) {
 		}, nil,
 			1, `config/vs.yaml:2: VirtualServize shop/reviews: kind: unknown kind "VirtualServize" in API group networking.istio.io (did you mean "VirtualService"?)`, "0 objects, 1 error\n"},
 		{"unimplemented kind", func(d dir) {
-			write(d, "ef.yaml", "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: ef, namespace: shop}\nspec: {}\n")
-		}, nil, 0, "config/ef.yaml:1: warning: EnvoyFilter shop/ef: not implemented by pilotfish (networking.istio.io/v1alpha3); the object is ignored", "0 objects, 0 errors, 1 warning\n"},
+			write(d, "pc.yaml", "apiVersion: networking.istio.io/v1beta1\nkind: ProxyConfig\nmetadata: {name: pc, namespace: shop}\nspec: {}\n")
+		}, nil, 0, "config/pc.yaml:1: warning: ProxyConfig shop/pc: not implemented by pilotfish (networking.istio.io/v1beta1); the object is ignored", "0 objects, 0 errors, 1 warning\n"},
+		{"EnvoyFilter patches not applied", func(d dir) {
+			write(d, "ef.yaml", "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: ef, namespace: shop}\nspec:\n"+
+				"  configPatches: [{applyTo: CLUSTER, match: {cluster: {service: reviews.shop.svc.cluster.local}}, patch: {operation: MERGE, value: {connect_timeout: 3s}}}]\n")
+		}, nil, 0, "config/ef.yaml:5: warning: EnvoyFilter shop/ef: spec.configPatches: not supported by pilotfish: EnvoyFilter is read and validated but its patches are not applied yet; no proxy's configuration is patched", "1 object, 0 errors, 1 warning\n"},
+		{"EnvoyFilter invalid", func(d dir) {
+			write(d, "ef.yaml", "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: ef, namespace: shop}\nspec:\n"+
+				"  configPatches: [{applyTo: CLUSTER, patch: {operation: MERGE}}]\n")
+		}, nil, 1, "config/ef.yaml:5: EnvoyFilter shop/ef: spec.configPatches[0].patch.value: required for operation MERGE (only REMOVE takes none)", "1 object, 1 error, 1 warning\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
