@@ -136,6 +136,15 @@ KUBE_VERSION := v1.36.3
 KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
   -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36
 .PHONY: kube-bins
+# Measurements against real istiod in one run (docs/benchmarks.md): sidecar
+# injection, and one sidecar's full config cold and warm (CONFIG_SERVICES,
+# CONFIG_ROUNDS, CONFIG_WARM, CONFIG_EXTRAS=0 for plain http).
+.PHONY: bench-inject bench-config-istiod
+bench-inject: $(PILOT_DISCOVERY) kube-bins
+	PILOTFISH_INJECT_VS_ISTIOD=1 $(GO) test -tags vtprotobuf -count=1 -timeout 30m -run TestInjectVersusIstiod -v ./cmd/pilotfish
+bench-config-istiod: $(PILOT_DISCOVERY) kube-bins
+	PILOTFISH_CONFIG_VS_ISTIOD=1 $(GO) test -tags vtprotobuf -count=1 -timeout 45m -run TestFullConfigVersusIstiod -v ./cmd/pilotfish
+
 kube-bins: $(KUBE_BIN)/etcd $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl
 
 $(KUBE_BIN)/etcd: tools/kube/go.mod tools/kube/go.sum

@@ -134,6 +134,7 @@ func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Res
 	}
 	mv := memoVersion{snap: sc.Snapshot.Version, mesh: c.e.meshNow().gen}
 	if res, ok := c.class.memoGet(mv, typeURL, names, wildcard); ok {
+		c.e.responses.note(typeURL, true, len(res))
 		return append(dst, res...), nil
 	}
 	cache := c.e.cache
@@ -142,8 +143,11 @@ func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Res
 	}
 	start := len(dst)
 	dst, err := c.e.generate(sc, cache, typeURL, names, wildcard, dst)
-	if err == nil && memoizable(names, wildcard, dst[start:]) {
-		c.class.memoPut(mv, typeURL, names, wildcard, dst[start:])
+	if err == nil {
+		c.e.responses.note(typeURL, false, len(dst)-start)
+		if memoizable(names, wildcard, dst[start:]) {
+			c.class.memoPut(mv, typeURL, names, wildcard, dst[start:])
+		}
 	}
 	return dst, err
 }

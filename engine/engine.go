@@ -51,6 +51,8 @@ type Engine struct {
 	metrics Metrics
 	queue   *pushQueue
 	nextID  atomic.Uint64
+	// responses counts memo hits and builds per type (ResponseStats).
+	responses responseCounters
 
 	mu      sync.Mutex          // guards classes, conns, closing
 	classes map[classKey]*class // guarded by mu

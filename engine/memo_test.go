@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"testing"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
 )
 
 func memoNames(n int) []string {
@@ -58,5 +61,37 @@ func TestMemoTwoSubscriptions(t *testing.T) {
 	}
 	if n := len(cl.memos[TypeEndpoint]); n != memoWays {
 		t.Errorf("%d entries after a re-put, want %d", n, memoWays)
+	}
+}
+
+// TestResponseStats: the first proxy of a class builds its responses, the
+// second of the same class copies them from the memo, and ResponseStats
+// counts both, with their resources.
+func TestResponseStats(t *testing.T) {
+	m := newTestMesh(t)
+	m.setEndpoints(m.svcA, 2)
+	e := New(m.w, Options{Cache: encode.NewCache()})
+	for i, pod := range []string{"p1", "p2"} {
+		c, err := e.Connect(context.Background(), sidecarNode(t, fmt.Sprintf("10.1.0.%d", i+1), pod, "a"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Generate(TypeCluster, nil, true, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cds ResponseStats
+	for _, s := range e.ResponseStats() {
+		if s.Type == TypeCluster {
+			cds = s
+		} else if s.MemoHits+s.Builds != 0 {
+			t.Errorf("%s counted without a request: %+v", s.Type, s)
+		}
+	}
+	if cds.Builds != 1 || cds.MemoHits != 1 {
+		t.Fatalf("CDS: %d builds, %d memo hits; want 1 and 1", cds.Builds, cds.MemoHits)
+	}
+	if cds.BuiltResources == 0 || cds.MemoResources != cds.BuiltResources {
+		t.Errorf("CDS resources: built %d, from the memo %d; want equal and non-zero", cds.BuiltResources, cds.MemoResources)
 	}
 }

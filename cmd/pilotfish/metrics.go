@@ -79,6 +79,37 @@ func (m *metrics) watchCache(c engine.CacheCounters) {
 	m.registry.MustRegister(cacheCollector{c})
 }
 
+// watchResponses exports how the engine answered each type: from a
+// class's memo or built (engine.ResponseStats), responses and resources.
+func (m *metrics) watchResponses(stats func() []engine.ResponseStats) {
+	m.registry.MustRegister(responseCollector{stats})
+}
+
+var (
+	classResponsesDesc = prometheus.NewDesc("pilotfish_class_responses_total",
+		"Responses by type and source: memo (copied from the memo of the proxy's class) or built (from keys, each resource a bytes cache hit or a generation).",
+		[]string{"type", "source"}, nil)
+	classResourcesDesc = prometheus.NewDesc("pilotfish_class_response_resources_total",
+		"Resources in the responses of pilotfish_class_responses_total, by type and source.", []string{"type", "source"}, nil)
+)
+
+type responseCollector struct{ stats func() []engine.ResponseStats }
+
+func (responseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- classResponsesDesc
+	ch <- classResourcesDesc
+}
+
+func (rc responseCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range rc.stats() {
+		t := typeLabel(s.Type)
+		ch <- prometheus.MustNewConstMetric(classResponsesDesc, prometheus.CounterValue, float64(s.MemoHits), t, "memo")
+		ch <- prometheus.MustNewConstMetric(classResponsesDesc, prometheus.CounterValue, float64(s.Builds), t, "built")
+		ch <- prometheus.MustNewConstMetric(classResourcesDesc, prometheus.CounterValue, float64(s.MemoResources), t, "memo")
+		ch <- prometheus.MustNewConstMetric(classResourcesDesc, prometheus.CounterValue, float64(s.BuiltResources), t, "built")
+	}
+}
+
 // watchUnsupported exports pilotfish_config_unsupported_fields: the
 // objects setting each field pilotfish does not support (and of each kind
 // it does not implement), counted at each scrape from the sources' current

@@ -165,6 +165,7 @@ func runServe(ctx context.Context, o *serveOptions, onStart func(started)) error
 		Metrics:            metrics.engine(),
 	})
 	metrics.watchCache(eng.Cache())
+	metrics.watchResponses(eng.ResponseStats)
 	sourceErrors := func() []error { return append(source.Errors(), meshSrc.Errors()...) }
 	metrics.watchUnsupported(sourceErrors)
 	metrics.registry.MustRegister(meshSrc.errCount, meshSrc.applied)
