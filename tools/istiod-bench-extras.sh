@@ -36,7 +36,9 @@ mkdir -p "$work/testdata/benchmarks"
 sed "s/until \.Services/until $services/" internal/istiobench/workloads/http.yaml >"$work/testdata/benchmarks/http.yaml"
 x=cmd/pilotfish/testdata/config-vs-istiod
 if [[ $extras == 1 ]]; then
-  { printf -- '---\n'; sed 's/namespace: load-0/namespace: default/' "$x/telemetry.yaml"; } >>"$work/testdata/benchmarks/http.yaml"
+  # The template ends in a separator without a newline; istiod's reader
+  # takes no comment-only document.
+  { printf '\n'; sed 's/namespace: load-0/namespace: default/' "$x/telemetry.yaml" | grep -v '^#'; } >>"$work/testdata/benchmarks/http.yaml"
   sed -e 's/namespace: load-0/namespace: default/' -e 's/labels: {app: load-0}/labels: {istio.io\/benchmark: "true"}/' \
     "$x/envoyfilters.yaml" >"$work/testdata/benchmarks/http.extra.yaml"
 fi
