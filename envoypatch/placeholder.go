@@ -5,61 +5,12 @@ package envoypatch
 // ones are. Each is replaced by its file named in api.go.
 
 import (
-	"fmt"
-
 	"github.com/cespare/xxhash/v2"
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	networking "istio.io/api/networking/v1alpha3"
 )
-
-type proxyMatcher struct{}
-
-func Compile(namespace, name string, ef *networking.EnvoyFilter) (*Filter, error) {
-	f := &Filter{Source: namespace + "/" + name}
-	for i, cp := range ef.GetConfigPatches() {
-		p := &Patch{Source: f.Source, Index: i, ApplyTo: cp.GetApplyTo(), Operation: cp.GetPatch().GetOperation(),
-			FilterClass: cp.GetPatch().GetFilterClass(), Match: cp.GetMatch()}
-		if p.Match == nil {
-			p.Match = &networking.EnvoyFilter_EnvoyConfigObjectMatch{}
-		}
-		if v := cp.GetPatch().GetValue(); v != nil {
-			var msg proto.Message
-			switch p.ApplyTo {
-			case networking.EnvoyFilter_CLUSTER:
-				msg = &cluster.Cluster{}
-			case networking.EnvoyFilter_HTTP_FILTER:
-				msg = &hcm.HttpFilter{}
-			case networking.EnvoyFilter_NETWORK_FILTER:
-				msg = &listener.Filter{}
-			case networking.EnvoyFilter_LISTENER:
-				msg = &listener.Listener{}
-			case networking.EnvoyFilter_VIRTUAL_HOST:
-				msg = &route.VirtualHost{}
-			case networking.EnvoyFilter_ROUTE_CONFIGURATION:
-				msg = &route.RouteConfiguration{}
-			default:
-				return nil, fmt.Errorf("placeholder: applyTo %s", p.ApplyTo)
-			}
-			js, _ := protojson.Marshal(v)
-			if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(js, msg); err != nil {
-				return nil, fmt.Errorf("spec.configPatches[%d].patch.value: %w", i, err)
-			}
-			p.Value = msg
-		}
-		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(cp)
-		p.Hash = xxhash.Sum64(b)
-		f.Patches = append(f.Patches, p)
-	}
-	return f, nil
-}
-
-func (p *Patch) MatchesProxy(istioVersion string, metadata func(string) string) bool { return true }
 
 func NewSet(patches []*Patch) *Set {
 	if len(patches) == 0 {
