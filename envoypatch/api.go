@@ -85,6 +85,7 @@ type Set struct {
 	Digest uint64
 
 	families [numFamilies]*Set
+	by       byApplyTo
 }
 
 // GatewayPorts is istiod's GatewayPortMap for a router: route port (the
