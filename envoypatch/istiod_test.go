@@ -393,7 +393,11 @@ func applyToDump(t *testing.T, s *Set, d *refDump, p refProxy) *refDump {
 			out.listeners[name] = pl
 		}
 	}
+	requested := rdsNames(t, out.listeners)
 	for name, r := range d.routes {
+		if !requested[name] {
+			continue // its listener was removed: no proxy asks for it
+		}
 		c := Outbound
 		if p.router() {
 			c = Gateway
@@ -401,6 +405,26 @@ func applyToDump(t *testing.T, s *Set, d *refDump, p refProxy) *refDump {
 		pr, fs := s.PatchRouteConfiguration(c, proto.Clone(r).(*route.RouteConfiguration), nil)
 		fail("route "+name, fs)
 		out.routes[name] = pr
+	}
+	return out
+}
+
+// rdsNames are the route configurations the listeners' connection
+// managers ask for by RDS.
+func rdsNames(t *testing.T, ls map[string]*listener.Listener) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range ls {
+		for _, fc := range append(l.GetFilterChains(), l.GetDefaultFilterChain()) {
+			for _, f := range fc.GetFilters() {
+				conn := &hcm.HttpConnectionManager{}
+				if f.GetName() != hcmName || f.GetTypedConfig().UnmarshalTo(conn) != nil {
+					continue
+				}
+				if n := conn.GetRds().GetRouteConfigName(); n != "" {
+					out[n] = true
+				}
+			}
+		}
 	}
 	return out
 }
@@ -501,5 +525,20 @@ func TestBasicMatchesIstiod(t *testing.T) {
 	t.Logf("%d resources changed", n)
 	if n < 3 {
 		t.Errorf("the filters changed %d resources of istiod's output, want at least 3", n)
+	}
+}
+
+// TestOpsMatchesIstiod: case envoyfilter-ops, every applyTo and operation
+// istiod applies to generated resources and every match field, on a
+// sidecar and a router, with EnvoyFilters taken from public examples (Lua,
+// local and global rate limit, header-to-metadata, TCP keepalive and
+// connection limits, listener filter inserts, route timeouts and retries,
+// network filter REPLACE, filter REMOVE) and patches whose proxy match
+// excludes the proxy.
+func TestOpsMatchesIstiod(t *testing.T) {
+	n := checkCase(t, "envoyfilter-ops", "envoyfilter-ops-plain")
+	t.Logf("%d resources changed", n)
+	if n < 17 {
+		t.Errorf("the filters changed %d resources of istiod's output, want at least 17", n)
 	}
 }
