@@ -200,12 +200,12 @@ func hcmListener(t testing.TB) *listener.Listener {
 			{Name: "envoy.filters.http.router", ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: mustAny(t, &router.Router{})}},
 		}}
 	return &listener.Listener{
-		Name:    "0.0.0.0_9080",
-		Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{Address: "0.0.0.0", PortSpecifier: &core.SocketAddress_PortValue{PortValue: 9080}}}},
+		Name:            "0.0.0.0_9080",
+		Address:         &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{Address: "0.0.0.0", PortSpecifier: &core.SocketAddress_PortValue{PortValue: 9080}}}},
 		ListenerFilters: []*listener.ListenerFilter{{Name: "envoy.filters.listener.http_inspector"}},
 		FilterChains: []*listener.FilterChain{{
 			FilterChainMatch: &listener.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: []string{"http/1.1", "h2c"}},
-			Filters: []*listener.Filter{{Name: hcmName, ConfigType: &listener.Filter_TypedConfig{TypedConfig: mustAny(t, conn)}}},
+			Filters:          []*listener.Filter{{Name: hcmName, ConfigType: &listener.Filter_TypedConfig{TypedConfig: mustAny(t, conn)}}},
 		}},
 		DefaultFilterChain: &listener.FilterChain{Name: "PassthroughFilterChain", Filters: []*listener.Filter{
 			{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listener.Filter_TypedConfig{TypedConfig: mustAny(t, &tcp.TcpProxy{StatPrefix: "PassthroughCluster"})}},
