@@ -69,6 +69,10 @@ type Config struct {
 	Key  ConfigKey
 	// Spec is the istio.io/api spec message. It is shared and immutable.
 	Spec any
+	// Derived is a value ingest derives from Spec once per object version
+	// (an EnvoyFilter's compiled patches); index never reads it. It is
+	// shared and immutable, and moves with Hash as Spec does.
+	Derived any
 	// Hosts are the hosts the object applies to (VirtualService and
 	// DestinationRule hosts, Gateway server hosts, ServiceEntry hosts), as
 	// written, for the by-host index.

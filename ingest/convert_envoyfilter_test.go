@@ -6,12 +6,13 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
 // TestEnvoyFilterRow checks an EnvoyFilter's config row: kind, priority,
 // workload selector, creation time (istiod's order), targetRefs kept in
-// the Spec; and that deleting it retires the row.
+// the Spec; its compiled patches in Derived; and that deleting it retires the row.
 func TestEnvoyFilterRow(t *testing.T) {
 	w := index.NewWriter()
 	c := NewConverter(w, "cluster.local")
@@ -56,8 +57,16 @@ spec:
 	if !row.HasSelector || n != 1 {
 		t.Errorf("selector: HasSelector %v, %d rows by selector, want 1", row.HasSelector, n)
 	}
+	f, ok := row.Derived.(*envoypatch.Filter)
+	if !ok || f.Source != "shop/lua" || len(f.Patches) != 1 || f.Patches[0].ApplyTo != networking.EnvoyFilter_CLUSTER ||
+		f.Patches[0].Operation != networking.EnvoyFilter_Patch_REMOVE || f.Patches[0].Match.GetContext() != networking.EnvoyFilter_ANY {
+		t.Errorf("Derived %#v, want shop/lua's compiled CLUSTER REMOVE with match {context: ANY}", row.Derived)
+	}
 	refs, _ := snap.Config(index.ConfigEnvoyFilter, index.ConfigKey{Namespace: syms.Intern("shop"), Name: syms.Intern("refs")})
 	if refs == nil || refs.HasSelector || len(refs.Spec.(*networking.EnvoyFilter).GetTargetRefs()) != 1 {
+		t.Errorf("targetRefs row: %+v", refs)
+	}
+	if f, ok := refs.Derived.(*envoypatch.Filter); !ok || f == nil || len(f.Patches) != 0 {
 		t.Errorf("targetRefs row: %+v", refs)
 	}
 }

@@ -54,7 +54,7 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		hosts = s.Hosts
 		row.ExportTo = c.exportTo(s.ExportTo)
 	case *networking.EnvoyFilter:
-		selector, hasSelector = envoyFilterRow(&row, s) // convert_envoyfilter.go
+		selector, hasSelector = envoyFilterRow(&row, ns, o.Meta.Name, s) // convert_envoyfilter.go
 	case *security.AuthorizationPolicy, *security.PeerAuthentication, *security.RequestAuthentication:
 		selector, hasSelector = securityRow(&row, o) // convert_security.go
 	}

@@ -8,6 +8,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/ingest"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 )
@@ -40,7 +41,7 @@ func TestEnvoyFilterCaseMatchesIstiod(t *testing.T) {
 		}
 		filters++
 		for j, cp := range ef.GetConfigPatches() {
-			if _, err := ingest.PatchValue(cp.GetApplyTo(), cp.GetPatch().GetValue()); err != nil {
+			if _, err := envoypatch.Value(cp.GetApplyTo(), cp.GetPatch().GetValue()); err != nil {
 				t.Errorf("%s patch %d: %v", objs[i].Meta.Name, j, err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/ingest"
 )
 
@@ -127,7 +128,7 @@ func TestPatchValue(t *testing.T) {
 		t.Fatal(errStrings(errs))
 	}
 	cps := objs[0].Spec.(*networking.EnvoyFilter).GetConfigPatches()
-	m, err := ingest.PatchValue(cps[0].GetApplyTo(), cps[0].GetPatch().GetValue())
+	m, err := envoypatch.Value(cps[0].GetApplyTo(), cps[0].GetPatch().GetValue())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +140,14 @@ func TestPatchValue(t *testing.T) {
 	if err := hf.GetTypedConfig().UnmarshalTo(&lua); err != nil || lua.GetDefaultSourceCode().GetInlineString() != "function envoy_on_request(h) end" {
 		t.Errorf("typed_config: %v %v", err, &lua)
 	}
-	m, err = ingest.PatchValue(cps[1].GetApplyTo(), cps[1].GetPatch().GetValue())
+	m, err = envoypatch.Value(cps[1].GetApplyTo(), cps[1].GetPatch().GetValue())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := m.ProtoReflect().Descriptor().FullName(); got != "envoy.config.cluster.v3.Cluster" {
 		t.Errorf("CLUSTER value: %s", got)
 	}
-	if m, err := ingest.PatchValue(cps[2].GetApplyTo(), nil); m != nil || err != nil {
+	if m, err := envoypatch.Value(cps[2].GetApplyTo(), nil); m != nil || err != nil {
 		t.Errorf("REMOVE: %v %v", m, err)
 	}
 }
@@ -173,7 +174,7 @@ func FuzzEnvoyFilter(f *testing.F) {
 			}
 			if s, ok := objs[i].Spec.(*networking.EnvoyFilter); ok {
 				for _, cp := range s.GetConfigPatches() {
-					_, _ = ingest.PatchValue(cp.GetApplyTo(), cp.GetPatch().GetValue())
+					_, _ = envoypatch.Value(cp.GetApplyTo(), cp.GetPatch().GetValue())
 				}
 			}
 		}

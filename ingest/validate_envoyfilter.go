@@ -1,19 +1,10 @@
 package ingest
 
 import (
-	"fmt"
+	"errors"
 	"regexp"
-	"strings"
 
-	bootstrap "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
-	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	networking "istio.io/api/networking/v1alpha3"
 )
 
@@ -22,12 +13,12 @@ import (
 // unless it removes; a proxyVersion match must compile as a regular
 // expression; applyTo and the match's object type must agree; filter and
 // sub-filter matches need names; and the value must convert to the Envoy
-// message applyTo names (PatchValue), resolving the types of its Anys.
+// message applyTo names (envoypatch.CompilePatch), resolving the types of its Anys.
 // istiod's warnings (deprecated filter names and types, fields unknown to
 // its Envoy API) are not reported, as for the other kinds.
 
 // maxProxyVersionLen is istiod's bound on a proxyVersion expression: a
-// longer one is not compiled, and its patch matches no proxy.
+// longer one is not compiled, and its patch matches no proxy (envoypatch).
 const maxProxyVersionLen = 1024
 
 // hcmFilterNames are the names a sub-filter match's filter must have: the
@@ -81,7 +72,13 @@ func (v *validator) envoyConfigPatch(p *fieldPath, cp *networking.EnvoyFilter_En
 	if !v.envoyPatchMatch(p.f("match"), cp.GetApplyTo(), m) {
 		return
 	}
-	if _, err := PatchValue(cp.GetApplyTo(), cp.GetPatch().GetValue()); err != nil {
+	// The compilation conversion uses (envoypatch), so that what validates
+	// is what applies.
+	if _, err := envoypatch.CompilePatch("", 0, cp); err != nil {
+		var pe *envoypatch.PatchError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		v.errorf(p.f("patch").f("value"), "%v", err)
 	}
 }
@@ -132,61 +129,4 @@ func (v *validator) envoyPatchMatch(p *fieldPath, applyTo networking.EnvoyFilter
 		}
 	}
 	return true
-}
-
-// PatchValue converts an EnvoyFilter patch value to the Envoy message its
-// applyTo names (a Cluster for CLUSTER, an HttpFilter for HTTP_FILTER, ...),
-// nil for none (REMOVE). Fields unknown to pilotfish's Envoy API are
-// dropped, as istiod does, so that a value written for a newer Envoy still
-// applies; an Any whose type is not linked (envoyfilter_types.go) is an
-// error, as in istiod.
-func PatchValue(applyTo networking.EnvoyFilter_ApplyTo, value *structpb.Struct) (proto.Message, error) {
-	if value == nil {
-		return nil, nil
-	}
-	msg := patchMessage(applyTo)
-	if msg == nil {
-		return nil, fmt.Errorf("applyTo %s takes no value", applyTo)
-	}
-	js, err := protojson.Marshal(value)
-	if err != nil {
-		return nil, err
-	}
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(js, msg); err != nil {
-		s := strings.ReplaceAll(err.Error(), "\u00a0", " ") // protojson's errors use a non-breaking space
-		if strings.Contains(s, "unable to resolve") {
-			return nil, fmt.Errorf("not a %T: referenced type unknown: %s", msg, s)
-		}
-		return nil, fmt.Errorf("not a %T: %s", msg, s)
-	}
-	return msg, nil
-}
-
-// patchMessage is an empty message of the type applyTo patches.
-func patchMessage(applyTo networking.EnvoyFilter_ApplyTo) proto.Message {
-	switch applyTo {
-	case networking.EnvoyFilter_LISTENER:
-		return &listener.Listener{}
-	case networking.EnvoyFilter_FILTER_CHAIN:
-		return &listener.FilterChain{}
-	case networking.EnvoyFilter_NETWORK_FILTER:
-		return &listener.Filter{}
-	case networking.EnvoyFilter_HTTP_FILTER:
-		return &hcm.HttpFilter{}
-	case networking.EnvoyFilter_LISTENER_FILTER:
-		return &listener.ListenerFilter{}
-	case networking.EnvoyFilter_ROUTE_CONFIGURATION:
-		return &route.RouteConfiguration{}
-	case networking.EnvoyFilter_VIRTUAL_HOST:
-		return &route.VirtualHost{}
-	case networking.EnvoyFilter_HTTP_ROUTE:
-		return &route.Route{}
-	case networking.EnvoyFilter_CLUSTER:
-		return &cluster.Cluster{}
-	case networking.EnvoyFilter_EXTENSION_CONFIG:
-		return &core.TypedExtensionConfig{}
-	case networking.EnvoyFilter_BOOTSTRAP:
-		return &bootstrap.Bootstrap{}
-	}
-	return nil
 }

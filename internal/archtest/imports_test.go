@@ -103,6 +103,8 @@ var alone = map[string]string{
 		"which writes them to the index",
 	"meshconfig": "the mesh config is an outside input read by istiod's rules: cmd hands what it parses to the " +
 		"engine (as mesh settings), the sources and the injector",
+	"envoypatch": "EnvoyFilter patches are compiled and applied to Envoy messages alone: ingest compiles them, " +
+		"rules selects them, encode applies them; envoypatch knows none of them",
 }
 
 // aloneExcept lists the pilotfish packages a package of alone may still

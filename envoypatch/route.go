@@ -1,0 +1,191 @@
+package envoypatch
+
+import (
+	"slices"
+
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/api/networking/v1alpha3"
+)
+
+// PatchRouteConfiguration applies the set's route-family patches to a
+// generated route configuration of this context, as istiod does
+// (rc_patch.go): ROUTE_CONFIGURATION merges; then each virtual host's
+// REMOVE, MERGE and REPLACE, and its routes' patches; then VIRTUAL_HOST
+// ADDs; removed virtual hosts dropped last. ports is the router's gateway
+// port map (nil for sidecars). The configuration is never removed.
+func (s *Set) PatchRouteConfiguration(c Context, rc *route.RouteConfiguration, ports GatewayPorts) (*route.RouteConfiguration, []Failure) {
+	if s == nil || rc == nil {
+		return rc, nil
+	}
+	rcMatch := func(p *Patch) bool { return p.inContext(c) && routeConfigMatch(c, rc, p, ports) }
+	for _, p := range s.by[networking.EnvoyFilter_ROUTE_CONFIGURATION] {
+		if isMerge(p.Operation) && rcMatch(p) {
+			mergeValue(p.Operation, rc, p.Value)
+		}
+	}
+	vhPatches := s.by[networking.EnvoyFilter_VIRTUAL_HOST]
+	routePatches := s.by[networking.EnvoyFilter_HTTP_ROUTE]
+	var removed map[string]bool
+	for i := range rc.VirtualHosts {
+		gone := false
+		for _, p := range vhPatches {
+			if !rcMatch(p) || !virtualHostMatch(rc.VirtualHosts[i], p) {
+				continue
+			}
+			if p.Operation == networking.EnvoyFilter_Patch_REMOVE {
+				gone = true
+				break
+			}
+			switch {
+			case isMerge(p.Operation):
+				mergeValue(p.Operation, rc.VirtualHosts[i], p.Value)
+			case p.Operation == networking.EnvoyFilter_Patch_REPLACE:
+				rc.VirtualHosts[i] = proto.Clone(p.Value).(*route.VirtualHost)
+			}
+		}
+		if gone {
+			// istiod drops every virtual host of that name, after the adds.
+			if removed == nil {
+				removed = map[string]bool{}
+			}
+			removed[rc.VirtualHosts[i].GetName()] = true
+			continue
+		}
+		patchRoutes(routePatches, rcMatch, rc.VirtualHosts[i])
+	}
+	for _, p := range vhPatches {
+		if p.Operation == networking.EnvoyFilter_Patch_ADD && rcMatch(p) {
+			rc.VirtualHosts = append(rc.VirtualHosts, proto.Clone(p.Value).(*route.VirtualHost))
+		}
+	}
+	if removed != nil {
+		rc.VirtualHosts = slices.DeleteFunc(rc.VirtualHosts, func(vh *route.VirtualHost) bool { return removed[vh.GetName()] })
+	}
+	return rc, nil
+}
+
+// patchRoutes applies the HTTP_ROUTE patches to one virtual host: each
+// route's REMOVE and MERGE first, then ADD and INSERT_* in order.
+func patchRoutes(patches []*Patch, rcMatch func(*Patch) bool, vh *route.VirtualHost) {
+	var at []*Patch // the patches that reach this virtual host
+	for _, p := range patches {
+		if rcMatch(p) && virtualHostMatch(vh, p) {
+			at = append(at, p)
+		}
+	}
+	if len(at) == 0 {
+		return
+	}
+	removed := false
+	for i := range vh.Routes {
+		for _, p := range at {
+			if !routeMatch(vh.Routes[i], p) {
+				continue
+			}
+			if p.Operation == networking.EnvoyFilter_Patch_REMOVE {
+				vh.Routes[i] = nil
+				removed = true
+				break
+			}
+			if isMerge(p.Operation) {
+				mergeValue(p.Operation, vh.Routes[i], p.Value)
+			}
+		}
+	}
+	for _, p := range at {
+		clone := func() *route.Route { return proto.Clone(p.Value).(*route.Route) }
+		hasRoute := p.Match.GetRouteConfiguration().GetVhost().GetRoute() != nil
+		match := func(r *route.Route) bool { return routeMatch(r, p) }
+		switch p.Operation {
+		case networking.EnvoyFilter_Patch_ADD:
+			vh.Routes = append(vh.Routes, clone())
+		case networking.EnvoyFilter_Patch_INSERT_AFTER:
+			if !hasRoute {
+				vh.Routes = append(vh.Routes, clone())
+			} else if i := slices.IndexFunc(vh.Routes, match); i >= 0 {
+				vh.Routes = slices.Insert(vh.Routes, i+1, clone())
+			}
+		case networking.EnvoyFilter_Patch_INSERT_BEFORE:
+			if !hasRoute {
+				vh.Routes = slices.Insert(vh.Routes, 0, clone())
+			} else if i := slices.IndexFunc(vh.Routes, match); i >= 0 {
+				vh.Routes = slices.Insert(vh.Routes, i, clone())
+			}
+		case networking.EnvoyFilter_Patch_INSERT_FIRST:
+			// First, but only if a route matches (any, without a route match).
+			if !hasRoute || slices.IndexFunc(vh.Routes, match) >= 0 {
+				vh.Routes = slices.Insert(vh.Routes, 0, clone())
+			}
+		}
+	}
+	if removed {
+		vh.Routes = slices.DeleteFunc(vh.Routes, func(r *route.Route) bool { return r == nil })
+	}
+}
+
+// routeConfigMatch is istiod's: by name and, for sidecars, the port the
+// name holds; for gateways, by name, server port name, gateway, and port
+// (through the gateway's port map when the route port is in it).
+func routeConfigMatch(c Context, rc *route.RouteConfiguration, p *Patch, ports GatewayPorts) bool {
+	m := p.Match.GetRouteConfiguration()
+	if m == nil {
+		return true
+	}
+	if m.GetName() != "" && m.GetName() != rc.GetName() {
+		return false
+	}
+	if c != Gateway {
+		return m.GetPortNumber() == 0 || int(m.GetPortNumber()) == routePort(rc.GetName())
+	}
+	port, portName, gw := parseGatewayRouteName(rc.GetName())
+	if (m.GetPortName() != "" && m.GetPortName() != portName) || (m.GetGateway() != "" && m.GetGateway() != gw) {
+		return false
+	}
+	if m.GetPortNumber() == 0 {
+		return true
+	}
+	want := int(m.GetPortNumber())
+	if servers, ok := ports[port]; ok {
+		return slices.Contains(servers, want)
+	}
+	return port == want
+}
+
+// virtualHostMatch: the match's virtual host name and a domain among the
+// host's domains, if it names them.
+func virtualHostMatch(vh *route.VirtualHost, p *Patch) bool {
+	m := p.Match.GetRouteConfiguration().GetVhost()
+	if m == nil {
+		return true
+	}
+	if vh == nil {
+		return false
+	}
+	return (m.GetName() == "" || m.GetName() == vh.GetName()) &&
+		(m.GetDomainName() == "" || slices.Contains(vh.GetDomains(), m.GetDomainName()))
+}
+
+// routeMatch: the match's route name and action, if it names them.
+func routeMatch(r *route.Route, p *Patch) bool {
+	m := p.Match.GetRouteConfiguration().GetVhost().GetRoute()
+	if m == nil {
+		return true
+	}
+	if r == nil {
+		return false
+	}
+	if m.GetName() != "" && m.GetName() != r.GetName() {
+		return false
+	}
+	want := m.GetAction()
+	switch r.GetAction().(type) {
+	case *route.Route_Route:
+		return want == networking.EnvoyFilter_RouteConfigurationMatch_RouteMatch_ANY || want == networking.EnvoyFilter_RouteConfigurationMatch_RouteMatch_ROUTE
+	case *route.Route_Redirect:
+		return want == networking.EnvoyFilter_RouteConfigurationMatch_RouteMatch_ANY || want == networking.EnvoyFilter_RouteConfigurationMatch_RouteMatch_REDIRECT
+	case *route.Route_DirectResponse:
+		return want == networking.EnvoyFilter_RouteConfigurationMatch_RouteMatch_ANY || want == networking.EnvoyFilter_RouteConfigurationMatch_RouteMatch_DIRECT_RESPONSE
+	}
+	return true // istiod: another action (or none) matches any
+}
