@@ -480,3 +480,34 @@ func TestPatchValuesNotMutated(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedRoutes: routes shared by two virtual hosts (and their slice)
+// are copied before a patch changes them, so a patch matching one host
+// leaves the other as generated.
+func TestSharedRoutes(t *testing.T) {
+	s := set(t, `configPatches:
+- applyTo: HTTP_ROUTE
+  match: {routeConfiguration: {vhost: {name: a, route: {name: r}}}}
+  patch: {operation: MERGE, value: {name: merged}}
+- applyTo: HTTP_ROUTE
+  match: {routeConfiguration: {vhost: {name: a}}}
+  patch: {operation: ADD, value: {name: added}}
+`)
+	routes := make([]*route.Route, 1, 4)
+	routes[0] = &route.Route{Name: "r"}
+	rc := &route.RouteConfiguration{VirtualHosts: []*route.VirtualHost{{Name: "a", Routes: routes}, {Name: "b", Routes: routes}}}
+	s.PatchRouteConfiguration(Outbound, rc, nil)
+	if a := rc.VirtualHosts[0].Routes; len(a) != 2 || a[0].GetName() != "merged" || a[1].GetName() != "added" {
+		t.Errorf("host a's routes %v", a)
+	}
+	if b := rc.VirtualHosts[1].Routes; len(b) != 1 || b[0].GetName() != "r" || routes[:2][1] != nil {
+		t.Errorf("host b's routes %v (or the shared array) changed", b)
+	}
+	// An ADD alone must not write into the shared array's spare capacity.
+	add := NewSet(s.Patches[1:])
+	rc = &route.RouteConfiguration{VirtualHosts: []*route.VirtualHost{{Name: "a", Routes: routes}, {Name: "b", Routes: routes}}}
+	add.PatchRouteConfiguration(Outbound, rc, nil)
+	if a := rc.VirtualHosts[0].Routes; len(a) != 2 || routes[:2][1] != nil {
+		t.Errorf("host a's routes %v; the shared array holds %v", a, routes[:2])
+	}
+}
