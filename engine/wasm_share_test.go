@@ -120,3 +120,75 @@ func TestWasmPluginListenersShared(t *testing.T) {
 		}
 	}
 }
+
+const wasmTargetConfig = `apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: public, namespace: shop}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*"]
+---
+apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
+metadata: {name: mine, namespace: shop}
+spec:
+  url: oci://ghcr.io/example/mine:v1
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: gw}]
+---
+apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
+metadata: {name: theirs, namespace: shop}
+spec:
+  url: oci://ghcr.io/example/theirs:v1
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: other}]
+`
+
+// TestWasmPluginTargetRefs: a plugin with targetRefs attaches, as istiod's
+// ShouldAttachPolicy does, only to the Gateway API gateway it names (the
+// proxy labelled gateway.networking.k8s.io/gateway-name with that name):
+// not to a gateway of another name, nor to a sidecar of its namespace.
+func TestWasmPluginTargetRefs(t *testing.T) {
+	sm := scenario.NewMesh()
+	if err := sm.Apply("config.yaml", []byte(wasmTargetConfig)); err != nil {
+		t.Fatal(err)
+	}
+	e := New(sm.W, Options{})
+	listeners := func(id string, labels map[string]any) string {
+		md, _ := structpb.NewStruct(map[string]any{"NAMESPACE": "shop", "ISTIO_VERSION": "1.31.0", "INSTANCE_IPS": strings.Split(id, "~")[1], "LABELS": labels})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: md}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
+		if err != nil || len(rs) == 0 {
+			t.Fatalf("%s: %d listeners, %v", id, len(rs), err)
+		}
+		var all []byte
+		for _, r := range rs {
+			all = append(all, r.Any...)
+		}
+		return string(all)
+	}
+	mine, theirs := encode.WasmResourceName("shop", "mine"), encode.WasmResourceName("shop", "theirs")
+	gw := listeners("router~10.1.0.70~gw-1.shop~shop.svc.cluster.local", map[string]any{"istio": "ingressgateway", "gateway.networking.k8s.io/gateway-name": "gw"})
+	if !strings.Contains(gw, mine) || strings.Contains(gw, theirs) {
+		t.Errorf("gateway gw: has mine %v (want true), theirs %v (want false)", strings.Contains(gw, mine), strings.Contains(gw, theirs))
+	}
+	plain := listeners("router~10.1.0.71~ingress-1.shop~shop.svc.cluster.local", map[string]any{"istio": "ingressgateway"})
+	if strings.Contains(plain, mine) || strings.Contains(plain, theirs) {
+		t.Error("an Istio gateway (no gateway-name label) got a targetRefs plugin")
+	}
+	sidecar := listeners("sidecar~10.1.0.72~app-1.shop~shop.svc.cluster.local", map[string]any{"app": "x"})
+	if strings.Contains(sidecar, mine) || strings.Contains(sidecar, theirs) {
+		t.Error("a sidecar got a targetRefs plugin")
+	}
+}

@@ -125,41 +125,63 @@ func wasmRef(p *wasmPlugin, all bool, ports []uint32) encode.WasmFilter {
 	}
 }
 
-// buildExtensionConfigs answers ECDS: the extension config of each
-// WasmPlugin a proxy names, looked up as istiod does by namespace and name
-// among the plugins of its namespace and the root namespace (whatever
-// their selectors: a proxy asks for what its listeners reference). A name
-// of no such plugin is left out of the answer. ECDS is never wildcard.
+// extensionSource answers one ECDS name it recognises (ok true), appending
+// its resource to dst when the class may have it; ok false leaves the name
+// to the next source.
+type extensionSource func(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, name string, dst []Resource) (out []Resource, ok bool, err error)
+
+// extensionSources are ECDS's sources, tried in turn for each name: the
+// WasmPlugins'. EnvoyFilter EXTENSION_CONFIG patches are to be a second
+// source, answering the names their patches define for the class (docs/wasm.md).
+var extensionSources = []extensionSource{wasmExtension}
+
+// buildExtensionConfigs answers ECDS by name through extensionSources; a
+// name no source answers is left out. ECDS is never wildcard.
+func buildExtensionConfigs(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+	for _, n := range names {
+		for _, src := range extensionSources {
+			out, ok, err := src(sc, mesh, cache, n, dst)
+			if err != nil {
+				return out, err
+			}
+			if ok {
+				dst = out
+				break
+			}
+		}
+	}
+	return dst, nil
+}
+
+// wasmExtension answers a WasmPlugin's ECDS name: its extension config,
+// looked up as istiod does by namespace and name among the plugins of the
+// proxy's namespace and the root namespace (whatever their selectors: a
+// proxy asks for what its listeners reference).
 //
 // The pull secret's content is not sent: the variable istio-agent reads it
 // from is empty, as istiod sends it to a proxy without a verified
 // identity (docs/wasm.md).
-func buildExtensionConfigs(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+func wasmExtension(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, n string, dst []Resource) ([]Resource, bool, error) {
+	ns, name, ok := encode.ParseWasmResourceName(n)
+	if !ok {
+		return dst, false, nil
+	}
 	snap := sc.Snapshot
 	if snap.NumConfigs(index.ConfigWasmPlugin) == 0 {
-		return dst, nil
+		return dst, true, nil
 	}
 	root, _ := snap.Symbols.Lookup(mesh.RootNamespace)
-	var err error
-	for _, n := range names {
-		ns, name, ok := encode.ParseWasmResourceName(n)
-		if !ok {
-			continue
-		}
-		nsSym, ok1 := snap.Symbols.Lookup(ns)
-		nameSym, ok2 := snap.Symbols.Lookup(name)
-		if !ok1 || !ok2 || (nsSym != sc.Namespace && nsSym != root) {
-			continue
-		}
-		c, ok := snap.Config(index.ConfigWasmPlugin, index.ConfigKey{Namespace: nsSym, Name: nameSym})
-		if !ok {
-			continue
-		}
-		if dst, err = appendResource(dst, cache, snap.Names(), &encode.ExtensionConfigKey{Plugin: c}, encode.ExtensionConfigGen); err != nil {
-			return dst, err
-		}
+	nsSym, ok1 := snap.Symbols.Lookup(ns)
+	nameSym, ok2 := snap.Symbols.Lookup(name)
+	if !ok1 || !ok2 || (nsSym != sc.Namespace && nsSym != root) {
+		return dst, true, nil
 	}
-	return dst, nil
+	c, found := snap.Config(index.ConfigWasmPlugin, index.ConfigKey{Namespace: nsSym, Name: nameSym})
+	if !found {
+		return dst, true, nil
+	}
+	out, err := appendResource(dst, cache, snap.Names(), &encode.ExtensionConfigKey{Plugin: c}, encode.ExtensionConfigGen)
+	return out, true, err
 }
 
 // wasmClient are the references on a listener of port of a sidecar's
