@@ -31,10 +31,12 @@ const (
 	// KindGatewayRoutes: the routes of a gateway virtual host, shared by
 	// the virtual hosts of one VirtualService on several ports.
 	KindGatewayRoutes
+	// KindExtension: an ECDS extension config (a WasmPlugin's filter).
+	KindExtension
 	numKinds
 )
 
-var kindNames = [...]string{"cluster", "endpoint", "listener", "route", "secret", "nametable", "virtualhost", "filterchain", "gatewayroutes"}
+var kindNames = [...]string{"cluster", "endpoint", "listener", "route", "secret", "nametable", "virtualhost", "filterchain", "gatewayroutes", "extension"}
 
 func (k Kind) String() string { return kindNames[k] }
 

@@ -2,8 +2,10 @@
 // listeners and routes, the NDS name table, proxyless
 // gRPC, inbound security: RBAC from AuthorizationPolicy, jwt_authn from
 // RequestAuthentication, PeerAuthentication's mTLS chains; a Sidecar's
-// ingress listeners and inbound connection pools, inbound_sidecar*.go), their key
-// structs, and the cache of pre-marshaled bytes.
+// ingress listeners and inbound connection pools, inbound_sidecar*.go;
+// WasmPlugins' ECDS filter references, wasm.go, and their extension
+// configs, ecds.go), their key structs, and the cache of pre-marshaled
+// bytes.
 //
 // # Model
 //

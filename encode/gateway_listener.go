@@ -40,6 +40,9 @@ type GatewayListenerKey struct {
 	// suites and minimum version of SIMPLE and MUTUAL servers, under the
 	// server's own.
 	TLSDefaults TLSDefaults
+	// Wasm are the WasmPlugins for this port of the router (mode CLIENT,
+	// as istiod takes a gateway's).
+	Wasm WasmFilters
 }
 
 // Hash feeds every field.
@@ -64,6 +67,7 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	h.U32(uint32(k.PathNormalization))
 	h.Bool(k.Stats)
 	k.TLSDefaults.hashInto(&h)
+	k.Wasm.hash(&h)
 	return h.Sum()
 }
 
@@ -129,7 +133,7 @@ func (c *gwChain) filterChain(k gwlIn, parts *gwHCMParts) *listener.FilterChain 
 	}
 	h := c.http
 	fc := &listener.FilterChain{
-		TransportSocket: h.socket, Filters: []*listener.Filter{parts.filter(k, h.statPrefix, h.rds)},
+		TransportSocket: h.socket, Filters: k.httpFilters(parts.filter(k, h.statPrefix, h.rds)),
 		TransportSocketConnectTimeout: lsTransportSocketConnectTimeout,
 	}
 	if len(h.names) > 0 {
@@ -275,7 +279,7 @@ func sniNames(hosts []string) []string {
 func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
 	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds, path: k.PathNormalization})
 	h.HttpFilters = gatewayHTTPFilters(statsHTTP(k.Stats, true))
-	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h)
+	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h, k.Port)
 	h.UseRemoteAddress = wrapperspb.Bool(true)
 	h.ServerName = "istio-envoy"
 	h.XffNumTrustedHops = k.Topology.NumTrustedProxies

@@ -160,16 +160,16 @@ func (k viIn) ingressChains(in *networking.IstioIngressListener, sec *inboundSec
 			Metadata: meta,
 		}
 		if o.http {
-			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(sec.withHTTP(lsHCM(hcmOpts{
+			fc.Filters = sec.httpChain(port, sec.withHTTP(lsHCM(hcmOpts{
 				statPrefix:  "inbound_" + name + ";",
 				inbound:     true,
 				protocol:    proto,
 				path:        k.PathNormalization,
 				stats:       k.Stats,
 				routeConfig: inboundRouteConfig(cluster, port, host, port, proto),
-			})))}
+			}), port))
 		} else {
-			fc.Filters = sec.tcp(lsTCPProxy(cluster, cluster))
+			fc.Filters = sec.tcp(lsTCPProxy(cluster, cluster), port)
 		}
 		if o.tls {
 			fc.TransportSocket = k.mtls(o.http)

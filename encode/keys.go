@@ -26,6 +26,7 @@ func (*SidecarInboundClusterKey) key()  {}
 func (*RouteConfigKey) key()            {}
 func (*GatewayRoutesKey) key()          {}
 func (*EgressCatchAllKey) key()         {}
+func (*ExtensionConfigKey) key()        {}
 
 // Generation wrappers: a key with the names that resolve its symbols, what
 // the helpers of one generator read.

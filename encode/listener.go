@@ -55,6 +55,10 @@ type OutboundListenerKey struct {
 	BindToPort bool
 	// Services contribute filter chains, in order.
 	Services []ListenerService
+	// Wasm are the WasmPlugins for this port of the sidecar's client side
+	// (mode CLIENT): every service chain gets them, the catch-all chain
+	// none, as in istiod.
+	Wasm WasmFilters
 }
 
 // ListenerService is one service port on an outbound listener.
@@ -103,6 +107,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 		}
 		h.Str(s.SourceLabels)
 	}
+	k.Wasm.hash(&h)
 	return h.Sum()
 }
 
@@ -376,9 +381,17 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 			o.statPrefix = "outbound_" + name + ";"
 			o.path = k.PathNormalization
 			o.stats = k.Stats
+			o.wasm = k.Wasm
 			fc.Filters = []*listener.Filter{lsHCMFilter(lsHCM(o))}
+			if k.Wasm.hasNet(k.Port) {
+				fc.Filters = append(k.Wasm.netAround(nil, k.Port, nil, nil), fc.Filters...)
+			}
 		} else {
-			fc.Filters = withStatsTCP(k.Stats, false, c.filters)
+			filters := c.filters
+			if k.Wasm.hasNet(k.Port) {
+				filters = append(k.Wasm.netAround(nil, k.Port, nil, nil), filters...)
+			}
+			fc.Filters = withStatsTCP(k.Stats, false, filters)
 		}
 		if c.matchAll() {
 			def = fc

@@ -37,6 +37,10 @@ type hcmOpts struct {
 	path PathNormalization
 	// stats adds istio.stats (Mesh.Stats).
 	stats bool
+	// wasm are an outbound HCM's WasmPlugin filter references (the
+	// listener's port already chosen: every one applies), after metadata
+	// exchange; inbound ones are placed by inboundSecurity.withHTTP.
+	wasm WasmFilters
 }
 
 // lsHCM is istiod's buildHTTPConnectionManager for sidecars, without
@@ -69,6 +73,9 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 		}
 	} else {
 		h.HttpFilters = sidecarOutboundHTTPFilters(grpcWeb, statsHTTP(o.stats, false))
+		if len(o.wasm) > 0 {
+			h.HttpFilters = (&inboundSecurity{wasm: o.wasm}).withHTTP(h, 0).HttpFilters
+		}
 	}
 	return h
 }

@@ -56,12 +56,18 @@ func inboundOpts(c lsClass, m ServiceMTLS) []inboundOpt {
 
 // inboundSecurity holds the authentication and authorization filters of a
 // workload's inbound chains, built once per listener and shared read-only
-// by every chain.
+// by every chain, and the WasmPlugin filter references placed among them.
 type inboundSecurity struct {
 	http []*hcm.HttpFilter  // jwt_authn, then RBAC, after metadata exchange
 	net  []*listener.Filter // RBAC, before tcp_proxy
 	// stats adds istio.stats before tcp_proxy (Mesh.Stats).
 	stats bool
+	// wasm are the plugins' filter references; with any, the chains are
+	// built from the parts below instead of http and net.
+	wasm                WasmFilters
+	custom, authz       []*hcm.HttpFilter
+	jwt                 *hcm.HttpFilter
+	netCustom, netAuthz []*listener.Filter
 }
 
 func (k viIn) security() *inboundSecurity {
@@ -71,29 +77,55 @@ func (k viIn) security() *inboundSecurity {
 	}
 	s.http = append(s.http, authzHTTPFilters(k.names, &k.Authz)...)
 	s.net = append(customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz)...)
+	if len(k.Wasm) > 0 {
+		s.wasm = k.Wasm
+		s.custom, s.jwt, s.authz = customHTTPFilters(k.names, &k.Authz), jwtFilter(&k.RequestAuthn, false), authzHTTPFilters(k.names, &k.Authz)
+		s.netCustom, s.netAuthz = customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz)
+	}
 	return s
 }
 
 // withHTTP inserts the security filters after istiod's first inbound HTTP
 // filter (peer metadata exchange), as istiod orders them: authentication,
-// then authorization, then stats, fault, CORS and the router.
-func (s *inboundSecurity) withHTTP(h *hcm.HttpConnectionManager) *hcm.HttpConnectionManager {
-	if len(s.http) == 0 {
+// then authorization, then stats, fault, CORS and the router; the
+// plugins' references that apply on port go in their phases' places.
+func (s *inboundSecurity) withHTTP(h *hcm.HttpConnectionManager, port uint32) *hcm.HttpConnectionManager {
+	sec := s.http
+	if len(s.wasm) > 0 {
+		sec = s.wasm.httpAround(port, s.custom, s.jwt, s.authz)
+	}
+	if len(sec) == 0 {
 		return h
 	}
-	out := make([]*hcm.HttpFilter, 0, len(h.HttpFilters)+len(s.http))
+	out := make([]*hcm.HttpFilter, 0, len(h.HttpFilters)+len(sec))
 	out = append(out, h.HttpFilters[0])
-	out = append(out, s.http...)
+	out = append(out, sec...)
 	h.HttpFilters = append(out, h.HttpFilters[1:]...)
 	return h
 }
 
-// tcp is a TCP chain's network filters: metadata exchange, RBAC, stats,
-// then the proxy filter.
-func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
+// httpChain is an HTTP chain's network filters: metadata exchange, the
+// plugins' network filter references on port, then the connection manager.
+func (s *inboundSecurity) httpChain(port uint32, h *hcm.HttpConnectionManager) []*listener.Filter {
+	if !s.wasm.hasNet(port) {
+		return []*listener.Filter{nfMxTCP, lsHCMFilter(h)}
+	}
+	out := []*listener.Filter{nfMxTCP}
+	out = s.wasm.netAround(out, port, nil, nil)
+	return append(out, lsHCMFilter(h))
+}
+
+// tcp is a TCP chain's network filters: metadata exchange, RBAC (with the
+// plugins' references on port in their phases' places), stats, then the
+// proxy filter.
+func (s *inboundSecurity) tcp(proxy *listener.Filter, port uint32) []*listener.Filter {
 	out := make([]*listener.Filter, 0, 3+len(s.net))
 	out = append(out, nfMxTCP)
-	out = append(out, s.net...)
+	if len(s.wasm) > 0 {
+		out = s.wasm.netAround(out, port, s.netCustom, s.netAuthz)
+	} else {
+		out = append(out, s.net...)
+	}
 	if s.stats {
 		out = append(out, nfStatsServer)
 	}
@@ -103,6 +135,9 @@ func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
 // securityHTTPFilters are a router's jwt_authn and RBAC filters for its
 // HTTP servers, as on a sidecar's inbound HTTP chains.
 func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
+	if len(k.Wasm) > 0 {
+		return k.Wasm.httpAround(k.Port, customHTTPFilters(k.names, &k.Authz), jwtFilter(&k.RequestAuthn, true), authzHTTPFilters(k.names, &k.Authz))
+	}
 	out := customHTTPFilters(k.names, &k.Authz)
 	if f := jwtFilter(&k.RequestAuthn, true); f != nil {
 		out = append(out, f)
@@ -114,6 +149,13 @@ func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
 // server: the RBAC filters of the policies selecting it, stats, then
 // proxy.
 func (k gwlIn) tcpFilters(proxy *listener.Filter) []*listener.Filter {
+	if len(k.Wasm) > 0 {
+		out := k.Wasm.netAround(nil, k.Port, customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz))
+		if k.Stats {
+			out = append(out, nfStatsServer)
+		}
+		return append(out, proxy)
+	}
 	if k.Authz.Empty() {
 		if k.Stats {
 			return []*listener.Filter{nfStatsServer, proxy}
@@ -125,4 +167,13 @@ func (k gwlIn) tcpFilters(proxy *listener.Filter) []*listener.Filter {
 		out = append(out, nfStatsServer)
 	}
 	return append(out, proxy)
+}
+
+// httpFilters are a router's HTTP chain's network filters: the plugins'
+// network filter references, then the connection manager.
+func (k gwlIn) httpFilters(hcm *listener.Filter) []*listener.Filter {
+	if !k.Wasm.hasNet(k.Port) {
+		return []*listener.Filter{hcm}
+	}
+	return append(k.Wasm.netAround(nil, k.Port, nil, nil), hcm)
 }

@@ -144,6 +144,9 @@ type VirtualInboundKey struct {
 	// SPIFFE identities the istio mTLS chains accept (Mesh.PeerTrustDomains:
 	// trustDomainAliases, then caCertificates' trustDomains).
 	PeerTrustDomains []string
+	// Wasm are the WasmPlugins for the workload's server side (mode
+	// SERVER), with their ports: each chain takes those of its port.
+	Wasm WasmFilters
 }
 
 // Hash feeds every field.
@@ -176,6 +179,7 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	hashSidecarInbound(&h, k)
 	k.MeshMTLS.hashInto(&h)
 	h.Strs(k.PeerTrustDomains)
+	k.Wasm.hash(&h)
 	return h.Sum()
 }
 
@@ -274,16 +278,16 @@ func (k viIn) passthroughChains(chains []*listener.FilterChain, port uint32, m S
 		}
 		if o.http {
 			fc.Name = "virtualInbound-catchall-http"
-			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(sec.withHTTP(lsHCM(hcmOpts{
+			fc.Filters = sec.httpChain(port, sec.withHTTP(lsHCM(hcmOpts{
 				statPrefix:  inboundPassthroughCluster + ";",
 				inbound:     true,
 				path:        k.PathNormalization,
 				stats:       k.Stats,
 				routeConfig: inboundRouteConfig(inboundPassthroughCluster, 0, "", 0, index.ProtocolUnknown),
-			})))}
+			}), port))
 		} else {
 			fc.Name = VirtualInboundListenerName
-			fc.Filters = sec.tcp(lsTCPProxy(inboundPassthroughCluster, inboundPassthroughCluster))
+			fc.Filters = sec.tcp(lsTCPProxy(inboundPassthroughCluster, inboundPassthroughCluster), port)
 		}
 		if o.tls {
 			fc.TransportSocket = k.mtls(o.http)
@@ -318,16 +322,16 @@ func (k viIn) instanceChains(wildcard string, in *InboundInstance, sec *inboundS
 			},
 		}
 		if o.http {
-			fc.Filters = []*listener.Filter{nfMxTCP, lsHCMFilter(sec.withHTTP(lsHCM(hcmOpts{
+			fc.Filters = sec.httpChain(in.TargetPort, sec.withHTTP(lsHCM(hcmOpts{
 				statPrefix:  "inbound_" + name + ";",
 				inbound:     true,
 				protocol:    in.Port.Protocol,
 				path:        k.PathNormalization,
 				stats:       k.Stats,
 				routeConfig: inboundRouteConfig(cluster, in.Port.Number, host, in.Port.Number, in.Port.Protocol),
-			})))}
+			}), in.TargetPort))
 		} else {
-			fc.Filters = sec.tcp(lsTCPProxy(cluster, cluster))
+			fc.Filters = sec.tcp(lsTCPProxy(cluster, cluster), in.TargetPort)
 		}
 		if o.tls {
 			fc.TransportSocket = k.mtls(o.http)

@@ -39,6 +39,13 @@
 // (mesh_extauthz.go), which keeps an invalid provider with its reason, as
 // istiod, rather than refuse the mesh config (docs/security.md).
 //
+// WasmPlugins (rules/wasm.go) are chosen per class like security
+// policies (namespace, selector, targetRefs), become filter references in
+// the keys of the listeners they apply to, and are served over ECDS
+// (TypeExtensionConfig) by name; a WasmPlugin change is scoped as a
+// security policy change is (scope_push.go), so LDS is sent only where the
+// references change and ECDS where the config does (docs/wasm.md).
+//
 // # Invariants
 //
 //   - engine only reads the index (rules' invariants hold for what it

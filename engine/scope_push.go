@@ -36,7 +36,7 @@ func (s *scopedChanges) add(cs *index.ChangeSet, hadFull bool) *scopedChanges {
 		switch index.ConfigKind(kind) {
 		case index.ConfigVirtualService, index.ConfigDestinationRule, index.ConfigServiceEntry,
 			index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication,
-			index.ConfigSidecar, index.ConfigJWKS:
+			index.ConfigSidecar, index.ConfigJWKS, index.ConfigWasmPlugin:
 		default:
 			if len(keys) > 0 {
 				return nil
@@ -85,7 +85,9 @@ func (s *scopedChanges) affects(prev, cur *rules.Scope, rootNS string) bool {
 				}
 				continue
 			}
-			if rules.IsSecurityKind(c.kind) {
+			// A WasmPlugin reaches proxies as a security policy does: by
+			// namespace (root: all) and selector.
+			if rules.IsSecurityKind(c.kind) || c.kind == index.ConfigWasmPlugin {
 				if sc.HoldsPolicy(c.kind, c.key, rootNS) {
 					return true
 				}

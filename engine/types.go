@@ -11,6 +11,8 @@ const (
 	TypeRoute     = rules.TypeRoute
 	TypeSecret    = rules.TypeSecret
 	TypeNameTable = rules.TypeNameTable
+	// TypeExtensionConfig is ECDS: WasmPlugins' filter configs.
+	TypeExtensionConfig = rules.TypeExtensionConfig
 )
 
 // Resource is one generated xDS resource (rules.Resource).

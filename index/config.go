@@ -28,6 +28,12 @@ const (
 	// Priority its priority, CreationTime istiod's tie-break. Rules decide
 	// which apply to a proxy class (docs/envoyfilter-design.md).
 	ConfigEnvoyFilter
+	// ConfigWasmPlugin is a WasmPlugin (extensions.istio.io/v1alpha1):
+	// Spec the istio.io/api message, Selector its selector's matchLabels,
+	// Priority its priority (math.MinInt32 when unset, istiod's order),
+	// CreationTime istiod's tie-break. Rules decide which apply to a proxy
+	// class (rules/wasm.go).
+	ConfigWasmPlugin
 	numConfigKinds
 )
 
@@ -43,7 +49,7 @@ const NumConfigKinds = int(numConfigKinds)
 var configKindNames = [...]string{
 	"VirtualService", "DestinationRule", "Gateway", "Sidecar", "ServiceEntry",
 	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication", "Secret", "JWKS",
-	"EnvoyFilter",
+	"EnvoyFilter", "WasmPlugin",
 }
 
 func (k ConfigKind) String() string {
@@ -104,7 +110,9 @@ type Config struct {
 	// rules are evaluated and logged, not enforced.
 	DryRun bool
 	// Priority is an EnvoyFilter's priority: istiod applies filters in
-	// ascending priority, then root namespace first, then oldest first.
+	// ascending priority, then root namespace first, then oldest first. A
+	// WasmPlugin's orders its filters within a phase, highest first
+	// (math.MinInt32 when unset).
 	Priority   int32
 	ExportTo   ExportTo
 	Generation int64

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -68,5 +69,52 @@ spec:
 	}
 	if f, ok := refs.Derived.(*envoypatch.Filter); !ok || f == nil || len(f.Patches) != 0 {
 		t.Errorf("targetRefs row: %+v", refs)
+	}
+}
+
+// TestWasmPluginRow: a WasmPlugin is a ConfigWasmPlugin row with its
+// selector, its priority (math.MinInt32 when unset: istiod sorts such a
+// plugin last in its phase) and its creation time.
+func TestWasmPluginRow(t *testing.T) {
+	w := index.NewWriter()
+	c := NewConverter(w, "cluster.local")
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	apply(t, w, c, `apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
+metadata: {name: authn, namespace: shop, creationTimestamp: "`+created.Format(time.RFC3339)+`"}
+spec:
+  selector: {matchLabels: {app: reviews}}
+  url: oci://ghcr.io/example/authn:v1
+  priority: -5
+---
+apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
+metadata: {name: all, namespace: shop}
+spec:
+  url: oci://ghcr.io/example/all:v1
+`)
+	snap := w.Snapshot()
+	syms := w.Symbols()
+	if n := snap.NumConfigs(index.ConfigWasmPlugin); n != 2 {
+		t.Fatalf("%d WasmPlugin rows, want 2", n)
+	}
+	row, ok := snap.Config(index.ConfigWasmPlugin, index.ConfigKey{Namespace: syms.Intern("shop"), Name: syms.Intern("authn")})
+	if !ok {
+		t.Fatal("no row for shop/authn")
+	}
+	if row.Kind.String() != "WasmPlugin" || row.Priority != -5 || row.CreationTime != created.UnixNano() || !row.HasSelector {
+		t.Errorf("row: kind %v priority %d created %d selector %v", row.Kind, row.Priority, row.CreationTime, row.HasSelector)
+	}
+	n := 0
+	snap.ConfigsBySelector(index.ConfigWasmPlugin, syms.Intern("shop"), c.labelSet(map[string]string{"app": "reviews"}), func(*index.Config) bool {
+		n++
+		return true
+	})
+	if n != 1 {
+		t.Errorf("%d rows by selector, want 1", n)
+	}
+	all, _ := snap.Config(index.ConfigWasmPlugin, index.ConfigKey{Namespace: syms.Intern("shop"), Name: syms.Intern("all")})
+	if all == nil || all.HasSelector || all.Priority != math.MinInt32 {
+		t.Errorf("namespace-wide row: %+v", all)
 	}
 }

@@ -54,6 +54,9 @@ var istioBaseSpecs = map[Kind]string{
 	KindEnvoyFilter: `{"workloadSelector":{"labels":{"app":"reviews"}},"priority":3,"configPatches":[{"applyTo":"CLUSTER",
 		"match":{"context":"SIDECAR_OUTBOUND","cluster":{"service":"reviews.shop.svc.cluster.local"}},
 		"patch":{"operation":"MERGE","value":{"connect_timeout":"3s"}}}]}`,
+	KindWasmPlugin: `{"selector":{"matchLabels":{"app":"reviews"}},"url":"oci://ghcr.io/example/authn:v1","sha256":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"imagePullPolicy":"Always","imagePullSecret":"pull","pluginConfig":{"a":"b"},"pluginName":"root","phase":"AUTHN","priority":3,
+		"failStrategy":"FAIL_OPEN","vmConfig":{"env":[{"name":"A","value":"b"}]},"match":[{"mode":"SERVER","ports":[{"number":9080}]}],"type":"HTTP"}`,
 }
 
 // istioKindList is every Istio kind, in Kind order.

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	extensionsv1alpha1 "istio.io/client-go/pkg/apis/extensions/v1alpha1"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -208,6 +209,9 @@ func istioTyped(k Kind) (runtime.Object, *metav1.ObjectMeta, proto.Message) {
 		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
 	case KindEnvoyFilter:
 		o := &networkingv1alpha3.EnvoyFilter{}
+		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
+	case KindWasmPlugin:
+		o := &extensionsv1alpha1.WasmPlugin{}
 		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
 	case KindAuthorizationPolicy:
 		o := &securityv1.AuthorizationPolicy{}

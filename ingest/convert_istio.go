@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
+	extensions "istio.io/api/extensions/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
 )
@@ -55,6 +56,8 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		row.ExportTo = c.exportTo(s.ExportTo)
 	case *networking.EnvoyFilter:
 		selector, hasSelector = envoyFilterRow(&row, ns, o.Meta.Name, s) // convert_envoyfilter.go
+	case *extensions.WasmPlugin:
+		selector, hasSelector = wasmPluginRow(&row, s) // convert_wasmplugin.go
 	case *security.AuthorizationPolicy, *security.PeerAuthentication, *security.RequestAuthentication:
 		selector, hasSelector = securityRow(&row, o) // convert_security.go
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/proto"
+	extensions "istio.io/api/extensions/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,7 @@ const (
 	KindRequestAuthentication
 	KindSecret
 	KindEnvoyFilter
+	KindWasmPlugin
 	numKinds
 )
 
@@ -105,6 +107,8 @@ var kinds = [numKinds]kindInfo{
 	KindSecret:                {"Secret", "", []string{"v1"}, true, kubeNew[corev1.Secret]()},
 	// EnvoyFilter exists only at v1alpha3 (Istio never promoted it).
 	KindEnvoyFilter: {"EnvoyFilter", "networking.istio.io", []string{"v1alpha3"}, true, protoNew[networking.EnvoyFilter]()},
+	// WasmPlugin exists only at v1alpha1.
+	KindWasmPlugin: {"WasmPlugin", "extensions.istio.io", []string{"v1alpha1"}, true, protoNew[extensions.WasmPlugin]()},
 }
 
 type groupKind struct{ group, kind string }

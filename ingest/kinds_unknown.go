@@ -24,7 +24,7 @@ import (
 //     pilotfish is built with is no concern of the mesh, and must not fail
 //     `pilotfish validate`.
 //   - Real mesh configuration pilotfish does not implement (Telemetry,
-//     WasmPlugin, ProxyConfig, WorkloadGroup, the Gateway API's
+//     ProxyConfig, WorkloadGroup, the Gateway API's
 //     kinds, Ingress, IstioOperator): a warning, since whoever wrote it
 //     expects it to change traffic.
 //   - Any other built-in Kubernetes kind (ConfigMap, ServiceAccount,

@@ -2,10 +2,12 @@ package ingest
 
 import (
 	"google.golang.org/protobuf/proto"
+	extensionsv1alpha1 "istio.io/client-go/pkg/apis/extensions/v1alpha1"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	istioextensionsinformers "istio.io/client-go/pkg/informers/externalversions/extensions/v1alpha1"
 	istionetworkinginformers "istio.io/client-go/pkg/informers/externalversions/networking/v1"
 	istionetworkingv1alpha3informers "istio.io/client-go/pkg/informers/externalversions/networking/v1alpha3"
 	istiosecurityinformers "istio.io/client-go/pkg/informers/externalversions/security/v1"
@@ -29,11 +31,13 @@ const (
 	// EnvoyFilter is served at v1alpha3 only.
 	networkingV1alpha3GroupVersion = "networking.istio.io/v1alpha3"
 	securityGroupVersion           = "security.istio.io/v1"
+	// WasmPlugin is served at v1alpha1 only.
+	extensionsGroupVersion = "extensions.istio.io/v1alpha1"
 )
 
 // istioGroupVersions are the group-versions the source asks discovery
 // about: those of istioKinds.
-var istioGroupVersions = []string{networkingGroupVersion, networkingV1alpha3GroupVersion, securityGroupVersion}
+var istioGroupVersions = []string{networkingGroupVersion, networkingV1alpha3GroupVersion, securityGroupVersion, extensionsGroupVersion}
 
 // istioKind is one Istio kind the source watches once its CRD is served.
 type istioKind struct {
@@ -58,6 +62,9 @@ var istioKinds = []istioKind{
 	}},
 	{KindEnvoyFilter, networkingV1alpha3GroupVersion, "envoyfilters", func(c istioclient.Interface) cache.SharedIndexInformer {
 		return istionetworkingv1alpha3informers.NewEnvoyFilterInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
+	}},
+	{KindWasmPlugin, extensionsGroupVersion, "wasmplugins", func(c istioclient.Interface) cache.SharedIndexInformer {
+		return istioextensionsinformers.NewWasmPluginInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
 	}},
 	{KindServiceEntry, networkingGroupVersion, "serviceentries", func(c istioclient.Interface) cache.SharedIndexInformer {
 		return istionetworkinginformers.NewServiceEntryInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
@@ -138,6 +145,8 @@ func kubeObject(obj any) (o *Object, ok bool) {
 		return istioObject(KindSidecar, networkingGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1alpha3.EnvoyFilter:
 		return istioObject(KindEnvoyFilter, networkingV1alpha3GroupVersion, &x.ObjectMeta, &x.Spec), true
+	case *extensionsv1alpha1.WasmPlugin:
+		return istioObject(KindWasmPlugin, extensionsGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1.ServiceEntry:
 		return istioObject(KindServiceEntry, networkingGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1.WorkloadEntry:

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unique"
 
+	extensionsv1alpha1 "istio.io/client-go/pkg/apis/extensions/v1alpha1"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -316,6 +317,9 @@ func transformIstio(obj any) (any, error) {
 		o.Status.Reset()
 	case *networkingv1alpha3.EnvoyFilter:
 		o.ObjectMeta = trimMeta(KindEnvoyFilter, &o.ObjectMeta)
+		o.Status.Reset()
+	case *extensionsv1alpha1.WasmPlugin:
+		o.ObjectMeta = trimMeta(KindWasmPlugin, &o.ObjectMeta)
 		o.Status.Reset()
 	case *networkingv1.ServiceEntry:
 		o.ObjectMeta = trimMeta(KindServiceEntry, &o.ObjectMeta)

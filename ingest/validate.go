@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strconv"
 
+	extensions "istio.io/api/extensions/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,8 @@ func Validate(o *Object) []error {
 		v.sidecar(spec, s)
 	case *networking.EnvoyFilter:
 		v.envoyFilter(spec, s) // validate_envoyfilter.go
+	case *extensions.WasmPlugin:
+		v.wasmPlugin(spec, s) // validate_wasmplugin.go
 	case *security.AuthorizationPolicy:
 		v.authorizationPolicy(spec, s)
 	case *security.PeerAuthentication:

@@ -19,6 +19,7 @@ func doc(kind, name, body string) string {
 		"Service": "v1", "Pod": "v1", "Namespace": "v1", "EndpointSlice": "discovery.k8s.io/v1",
 		"AuthorizationPolicy": "security.istio.io/v1", "PeerAuthentication": "security.istio.io/v1",
 		"RequestAuthentication": "security.istio.io/v1", "EnvoyFilter": "networking.istio.io/v1alpha3",
+		"WasmPlugin": "extensions.istio.io/v1alpha1",
 	}[kind]
 	if av == "" {
 		av = "networking.istio.io/v1"

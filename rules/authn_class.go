@@ -15,8 +15,8 @@ const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
 
 // securityLabels is the part of a proxy's labels its class keeps (the
 // ProxyClass.Labels field): the labels whose keys a workload selector of a
-// PeerAuthentication, AuthorizationPolicy or RequestAuthentication in the
-// proxy's or the root namespace names, or of a DestinationRule in the
+// PeerAuthentication, AuthorizationPolicy, RequestAuthentication or
+// WasmPlugin in the proxy's or the root namespace names, or of a DestinationRule in the
 // proxy's namespace (only there do they apply, destrule.go), those
 // VirtualService match sourceLabels name (virtualservice_source.go), the
 // keys a DestinationRule's failoverPriority lists (failoverKeys,
@@ -57,7 +57,7 @@ func securityLabelsWith(snap *index.Snapshot, rootNS string, node *Node, failove
 	if space != 0 && snap.NumConfigs(index.ConfigDestinationRule) > 0 {
 		snap.ConfigsInNamespace(index.ConfigDestinationRule, space, addKeys)
 	}
-	for _, kind := range []index.ConfigKind{index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication} {
+	for _, kind := range []index.ConfigKind{index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication, index.ConfigWasmPlugin} {
 		if snap.NumConfigs(kind) == 0 {
 			continue
 		}

@@ -40,6 +40,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	b.view = routeViewOf(sc, mesh)
 	b.names, b.wildcard = names, wildcard
 	b.outbound()
+	wasm := wasmPlugins(sc, mesh) // wasm.go
 	var err error
 	for i := range b.groups {
 		g := &b.groups[i]
@@ -58,6 +59,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			EgressProtocol:           g.opts.protocol,
 			BindToPort:               g.opts.bindToPort,
 			Services:                 g.services,
+			Wasm:                     wasmClient(wasm, g.port),
 		}
 		if !b.wildcard && len(b.names) > 0 && !slices.Contains(b.names, k.Name()) {
 			continue
@@ -87,6 +89,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			RequestAuthn:             sec.ra,
 			MeshMTLS:                 mesh.MeshMTLS,
 			PeerTrustDomains:         mesh.PeerTrustDomains(),
+			Wasm:                     wasmServer(wasm),
 		}
 		setSidecarInbound(sc, sec, k) // a Sidecar's ingress listeners (sidecar_ingress.go)
 		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualInboundGen); err != nil {

@@ -17,6 +17,9 @@ var builders = map[string]builder{
 	TypeRoute:     buildRoutes,
 	TypeSecret:    buildSecrets,
 	TypeNameTable: buildNameTable,
+	// ECDS: WasmPlugins' extension configs (wasm.go). EnvoyFilter
+	// EXTENSION_CONFIG patches will add their configs here too.
+	TypeExtensionConfig: buildExtensionConfigs,
 }
 
 // build appends typeURL's resources for the scope sc to dst, built with

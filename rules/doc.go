@@ -14,7 +14,8 @@
 // pools, merging and workloadSelector; authn.go: PeerAuthentication
 // modes, AuthorizationPolicy and RequestAuthentication, by namespace and
 // labels, and where each JWT rule's keys come from, authn_jwks.go;
-// docs/security.md), and the key builders (build_*.go) that fill
+// docs/security.md; wasm.go: which WasmPlugins apply to a class and to
+// which of its listeners, and ECDS, docs/wasm.md), and the key builders (build_*.go) that fill
 // encode's keys from a Scope.
 //
 // # Builders

@@ -139,7 +139,7 @@ var mergeOpts = proto.UnmarshalOptions{Merge: true}
 // knownTypeURL returns the constant for a type URL pilotfish serves (no
 // allocation), else a copy of s.
 func knownTypeURL(s string) string {
-	for _, t := range [...]string{engine.TypeCluster, engine.TypeEndpoint, engine.TypeListener, engine.TypeRoute, engine.TypeSecret, engine.TypeNameTable} {
+	for _, t := range [...]string{engine.TypeCluster, engine.TypeEndpoint, engine.TypeListener, engine.TypeRoute, engine.TypeSecret, engine.TypeNameTable, engine.TypeExtensionConfig} {
 		if s == t {
 			return t
 		}

@@ -12,10 +12,12 @@ import (
 // (pilot/pkg/xds/xdsgen.go findGenerator, and its generators), SotW and
 // Delta alike:
 //
-//	ECDS (TypedExtensionConfig), istiod's ambient types (istio.workload.Address,
-//	istio.workload.Workload, istio.security.Authorization):
-//	    istiod has generators; with no WasmPlugin, EnvoyFilter extension
-//	    config or ambient index (pilotfish has none) they answer an empty set:
+//	ECDS (TypedExtensionConfig) from an engine that does not serve it
+//	(pilotfish's engine serves WasmPlugins' configs, docs/wasm.md), istiod's
+//	ambient types (istio.workload.Address, istio.workload.Workload,
+//	istio.security.Authorization):
+//	    istiod has generators; with no ambient index (pilotfish has none)
+//	    they answer an empty set:
 //	    SotW an empty response, Delta one that lists the subscribed names as
 //	    removed. Kept on the stream as an answered type (bounded as any type
 //	    is: 32 types, names per type), never pushed.

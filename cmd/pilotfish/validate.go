@@ -34,7 +34,7 @@ path order; every later one is an error.
 Documents of a kind pilotfish does not read: a kind a mesh API group (core,
 discovery.k8s.io, networking.k8s.io, Istio's, the Gateway API's) does not
 have (a misspelling such as VirtualServize) is an error; Istio and Gateway
-API kinds pilotfish does not implement (Telemetry, WasmPlugin, HTTPRoute,
+API kinds pilotfish does not implement (Telemetry, HTTPRoute, ProxyConfig,
 ...) are warnings (an EnvoyFilter is validated, and its patches are a
 warning: they are not applied yet); other Kubernetes kinds (ConfigMaps, Deployments, ...) and
 other projects' kinds are skipped.

@@ -121,5 +121,12 @@ func (c *Case) DumpFile(p Proxy) string {
 	return filepath.Join(c.Dir, "istiod", p.Name+".json")
 }
 
+// ExtensionFile holds the ECDS resources istiod sent p, when it sent any:
+// a JSON list of google.protobuf.Any (TypedExtensionConfig), as sent
+// (istiod's config dump cannot show Wasm extension configs).
+func (c *Case) ExtensionFile(p Proxy) string {
+	return filepath.Join(c.Dir, "istiod", p.Name+".ecds.json")
+}
+
 // DigestFile records the InputDigest the dumps were made from.
 func (c *Case) DigestFile() string { return filepath.Join(c.Dir, "istiod", "inputs.sha256") }

@@ -18,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/wasm/v3"    // ECDS resources, as JSON
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/wasm/v3" // ECDS resources, as JSON
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/anypb"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,7 +164,8 @@ func produce(t *testing.T, c *Case) {
 	}
 	for _, p := range c.Proxies {
 		// Connected until its dump is taken: istiod dumps connected proxies only.
-		stop := connectProxy(ctx, t, addr(0), p)
+		stop, ecds := connectProxy(ctx, t, addr(0), p)
+		writeExtensions(t, c, p, ecds)
 		b := get(ctx, t, httpBase+"/debug/config_dump?proxyID="+p.DebugID()+"&include_eds=true")
 		stop()
 		var pretty bytes.Buffer
@@ -265,4 +270,28 @@ func freePorts(t *testing.T, n int) []int {
 		l.Close()
 	}
 	return ports
+}
+
+// writeExtensions saves the ECDS resources istiod sent p (none: no file)
+// as a JSON list of TypedExtensionConfigs.
+func writeExtensions(t *testing.T, c *Case, p Proxy, ecds []*anypb.Any) {
+	if len(ecds) == 0 {
+		return
+	}
+	var out bytes.Buffer
+	out.WriteString("[\n")
+	for i, a := range ecds {
+		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(a)
+		if err != nil {
+			t.Fatalf("%s: ECDS resource: %v", p.Name, err)
+		}
+		if i > 0 {
+			out.WriteString(",\n")
+		}
+		out.Write(b)
+	}
+	out.WriteString("\n]\n")
+	if err := os.WriteFile(c.ExtensionFile(p), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
