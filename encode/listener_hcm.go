@@ -37,10 +37,12 @@ type hcmOpts struct {
 	path PathNormalization
 	// stats adds istio.stats (Mesh.Stats).
 	stats bool
+	// tracing is the HCM's tracing (encode/tracing.go); nil: none.
+	tracing *Tracing
 }
 
 // lsHCM is istiod's buildHTTPConnectionManager for sidecars, without
-// tracing and access logs (telemetry is configured elsewhere).
+// access logs.
 func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 	h := &hcm.HttpConnectionManager{
 		StatPrefix:         o.statPrefix,
@@ -51,6 +53,7 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 		Proxy_100Continue:  true,
 	}
 	o.path.apply(h)
+	o.tracing.apply(h)
 	if o.rds != "" {
 		h.RouteSpecifier = &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{ConfigSource: lsADS, RouteConfigName: o.rds}}
 	} else {

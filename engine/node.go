@@ -69,6 +69,8 @@ func ParseNode(n *corev3.Node) (*Node, error) {
 	out.IstioVersion = majorMinor(str(md, "ISTIO_VERSION"))
 	out.ClusterID = str(md, "CLUSTER_ID")
 	out.Network = str(md, "NETWORK")
+	out.MeshID = str(md, "MESH_ID")
+	out.ServiceCluster = n.GetCluster()
 	if out.Type == encode.ProxyRouter { // only a gateway's listeners read it
 		var err error
 		if out.GatewayTopology, err = gatewayTopology(md); err != nil {

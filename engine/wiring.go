@@ -94,7 +94,10 @@ func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 		if err := applyTelemetryMesh(m, s.Config); err != nil {
 			return nil, err
 		}
-		applyExtAuthzMesh(m, s.Config) // mesh_extauthz.go
+		applyExtAuthzMesh(m, s.Config)                        // mesh_extauthz.go
+		if err := applyTracingMesh(m, s.Config); err != nil { // mesh_tracing.go
+			return nil, err
+		}
 	}
 	switch s.OutboundTrafficPolicy {
 	case "", "ALLOW_ANY":

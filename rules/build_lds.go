@@ -40,6 +40,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	b.view = routeViewOf(sc, mesh)
 	b.names, b.wildcard = names, wildcard
 	b.outbound()
+	tracing := tracingOf(sc, mesh) // tracing.go
 	var err error
 	for i := range b.groups {
 		g := &b.groups[i]
@@ -52,6 +53,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
 			Stats:                    mesh.Stats,
+			Tracing:                  tracing,
 			Bind:                     addrString(g.bind),
 			Port:                     g.port,
 			EgressPort:               g.opts.egress,
@@ -80,6 +82,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
 			Stats:                    mesh.Stats,
+			Tracing:                  tracing,
 			Instances:                inboundInstances(sc, sec),
 			MTLS:                     sec.mtls,
 			PassthroughPorts:         sec.passthroughPorts(sc),
