@@ -191,6 +191,10 @@ type TraceIdentity struct {
 	// ServiceCluster is the node's cluster (istio-agent's service
 	// cluster), the span service name of datadog and OpenTelemetry.
 	ServiceCluster string
+	// ProxyConfig is the proxy's PROXY_CONFIG tracing settings
+	// (rules.TraceProxyConfig), "" without PROXY_CONFIG: in a class only,
+	// rules turns it into Tracing's settings.
+	ProxyConfig string
 }
 
 func (id *TraceIdentity) hashInto(h *Hasher) {
@@ -200,6 +204,7 @@ func (id *TraceIdentity) hashInto(h *Hasher) {
 	h.Str(id.Namespace)
 	h.Str(id.ClusterID)
 	h.Str(id.ServiceCluster)
+	h.Str(id.ProxyConfig)
 }
 
 // Tracing is one HTTP connection manager's tracing: the zero value is

@@ -12,11 +12,8 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/index"
+	"github.com/pilotfish-mesh/pilotfish/rules"
 )
-
-// defaultTraceSampling is istiod's PILOT_TRACE_SAMPLING default: the
-// random sampling percentage when defaultConfig.tracing sets none.
-const defaultTraceSampling = 1.0
 
 // applyTracingMesh copies the mesh config's tracing into m.Tracing
 // (docs/telemetry.md, "Tracing"), as istiod applies it to a proxy no
@@ -40,25 +37,13 @@ func applyTracingMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) error {
 	if len(names) == 0 && !cfg.GetEnableTracing() {
 		return nil
 	}
-	pc := cfg.GetDefaultConfig().GetTracing()
-	t := &encode.MeshTracing{Sampling: defaultTraceSampling, MaxPathTagLength: pc.GetMaxPathTagLength()}
-	if s := pc.GetSampling(); s != 0 {
-		// istiod: an unset (0) sampling is the default, above 100 is 1.
-		t.Sampling = s
-		if s > 100 {
-			t.Sampling = 1
-		}
-		if s < 0 {
-			return fmt.Errorf("%w: defaultConfig.tracing.sampling %v: want 0 to 100", ErrBadMeshSetting, s)
-		}
-	}
-	tags, err := meshTraceTags(pc.GetCustomTags())
+	sampling, tags, maxPath, istioTags, err := rules.TraceSettings(cfg.GetDefaultConfig().GetTracing())
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: defaultConfig: %v", ErrBadMeshSetting, err)
 	}
-	t.Tags = tags
+	t := &encode.MeshTracing{Sampling: sampling, Tags: tags, MaxPathTagLength: maxPath}
 	if len(names) == 0 {
-		t.IstioTags = pc.GetEnableIstioTags() == nil || pc.GetEnableIstioTags().GetValue()
+		t.IstioTags = istioTags
 		m.Tracing = t
 		return nil
 	}
@@ -73,31 +58,6 @@ func applyTracingMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) error {
 	}
 	m.Tracing = t
 	return nil
-}
-
-// meshTraceTags reads defaultConfig.tracing.customTags, sorted by tag.
-// A tag without a kind is skipped, as istiod skips it.
-func meshTraceTags(in map[string]*meshv1alpha1.Tracing_CustomTag) ([]encode.TraceTag, error) {
-	var out []encode.TraceTag
-	for name, tag := range in {
-		if tag == nil {
-			return nil, fmt.Errorf("%w: defaultConfig.tracing.customTags[%q]: empty tag", ErrBadMeshSetting, name)
-		}
-		t := encode.TraceTag{Tag: name}
-		switch k := tag.GetType().(type) {
-		case *meshv1alpha1.Tracing_CustomTag_Literal:
-			t.Kind, t.Value = encode.TraceTagLiteral, k.Literal.GetValue()
-		case *meshv1alpha1.Tracing_CustomTag_Environment:
-			t.Kind, t.Value, t.Default = encode.TraceTagEnvironment, k.Environment.GetName(), k.Environment.GetDefaultValue()
-		case *meshv1alpha1.Tracing_CustomTag_Header:
-			t.Kind, t.Value, t.Default = encode.TraceTagHeader, k.Header.GetName(), k.Header.GetDefaultValue()
-		default:
-			continue
-		}
-		out = append(out, t)
-	}
-	encode.SortTraceTags(out)
-	return out, nil
 }
 
 // traceProvider reads an extension provider of a tracing kind pilotfish
@@ -200,6 +160,7 @@ func traceIdentity(node *Node) encode.TraceIdentity {
 		Namespace:         node.Namespace,
 		ClusterID:         node.ClusterID,
 		ServiceCluster:    node.ServiceCluster,
+		ProxyConfig:       node.TraceProxyConfig,
 	}
 	for _, f := range []struct {
 		v   *string

@@ -140,7 +140,7 @@ func tracingDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs []s
 func TestTracingMatchesIstiod(t *testing.T) {
 	for _, name := range []string{
 		"tracing-default", "tracing-legacy", "tracing-zipkin", "tracing-otel",
-		"tracing-otel-grpc", "tracing-datadog", "tracing-skywalking",
+		"tracing-otel-grpc", "tracing-datadog", "tracing-skywalking", "tracing-proxyconfig",
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := loadMeshCase(t, name)

@@ -70,7 +70,7 @@ extensionProviders:
 				t.Errorf("got %+v", p)
 			}
 		}},
-		{name: "negative sampling", yaml: "defaultConfig: {tracing: {sampling: -1}}", err: "defaultConfig.tracing.sampling"},
+		{name: "negative sampling", yaml: "defaultConfig: {tracing: {sampling: -1}}", err: "defaultConfig: invalid tracing setting: tracing.sampling"},
 		{name: "otel sampler", yaml: `defaultProviders: {tracing: [o]}
 extensionProviders:
 - {name: o, opentelemetry: {service: otel.obs.svc.cluster.local, port: 4317, dynatraceSampler: {tenant: t, clusterId: 1}}}`, err: "dynatraceSampler"},

@@ -77,6 +77,10 @@ func ParseNode(n *corev3.Node) (*Node, error) {
 			return nil, fmt.Errorf("node id %q: %w", n.Id, err)
 		}
 	}
+	var err error
+	if out.TraceProxyConfig, err = proxyConfigTracing(md); err != nil {
+		return nil, fmt.Errorf("node id %q: %w", n.Id, err)
+	}
 	if loc, ok := labelsLocality(out.Labels); ok {
 		out.Locality = loc
 	} else if loc := n.GetLocality(); loc != nil && (loc.Region != "" || loc.Zone != "" || loc.SubZone != "") {

@@ -98,9 +98,9 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.disable_envoy_listener_log":      unsupported(meshTelemetry),
 	"istio.mesh.v1alpha1.MeshConfig.default_config": partial("inject.TestCorpusMatchesIstioctl",
 		"given to proxies by sidecar injection (PROXY_CONFIG, which istio-agent applies), as istiod's injector does; "+
-			"the control plane reads a proxy's settings from its node metadata, except tracing: its sampling, customTags, "+
-			"maxPathTagLength and enableIstioTags shape every HCM's tracing as istiod's ("+meshTracingTest+"), read from the mesh "+
-			"config, not from a proxy's PROXY_CONFIG (a pod's proxy.istio.io/config tracing override is not applied)").whole(),
+			"the control plane reads a proxy's settings from its node metadata; tracing's sampling, customTags, "+
+			"maxPathTagLength and enableIstioTags shape every HCM's tracing as istiod's ("+meshTracingTest+"), from a proxy's "+
+			"PROXY_CONFIG when it sends one, else from the mesh's defaultConfig (case tracing-proxyconfig)").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.outbound_traffic_policy":            honoured(meshTested),
 	"istio.mesh.v1alpha1.MeshConfig.OutboundTrafficPolicy.mode":         honoured("engine.TestMeshOutboundTrafficPolicy"),
 	"istio.mesh.v1alpha1.MeshConfig.OutboundTrafficPolicy.tls":          unsupported(meshNotYet),

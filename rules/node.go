@@ -31,6 +31,9 @@ type Node struct {
 	// are read by tracing only (encode.TraceIdentity).
 	MeshID         string
 	ServiceCluster string
+	// TraceProxyConfig is PROXY_CONFIG's tracing (TraceProxyConfig), ""
+	// without PROXY_CONFIG.
+	TraceProxyConfig string
 }
 
 // Class returns the proxy class of the node: what generated config depends on.
