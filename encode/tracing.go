@@ -104,6 +104,9 @@ type MeshTracing struct {
 	HasDefaultProvider bool
 	// Sampling is defaultConfig.tracing.sampling as istiod reads it.
 	Sampling float64
+	// DefaultSampling is PILOT_TRACE_SAMPLING (istiod's default 1): the
+	// sampling of a proxy whose PROXY_CONFIG tracing sets none.
+	DefaultSampling float64
 	// IstioTags adds the proxy's Istio tags (canonical service, ...).
 	IstioTags bool
 	// Tags are defaultConfig.tracing.customTags, sorted by tag.
@@ -123,6 +126,7 @@ func (t *MeshTracing) hashInto(h *Hasher) {
 	}
 	h.Bool(t.HasDefaultProvider)
 	h.F64(t.Sampling)
+	h.F64(t.DefaultSampling)
 	h.Bool(t.IstioTags)
 	hashTraceTags(h, t.Tags)
 	h.U32(t.MaxPathTagLength)

@@ -15,6 +15,9 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/rules"
 )
 
+// defaultTraceSampling is istiod's PILOT_TRACE_SAMPLING default.
+const defaultTraceSampling = 1.0
+
 // applyTracingMesh copies the mesh config's tracing into m.Tracing
 // (docs/telemetry.md, "Tracing"), as istiod applies it to a proxy no
 // Telemetry resource selects (its configureTracing):
@@ -31,17 +34,24 @@ import (
 // maxPathTagLength apply, and the Istio tags are added (in the second case
 // unless enableIstioTags is false). A value Envoy would refuse, or a
 // provider setting pilotfish does not generate, fails, naming the field.
-func applyTracingMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) error {
+func applyTracingMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig, traceSampling float64) error {
 	m.Tracing = nil
 	names := cfg.GetDefaultProviders().GetTracing()
 	if len(names) == 0 && !cfg.GetEnableTracing() {
 		return nil
 	}
-	sampling, tags, maxPath, istioTags, err := rules.TraceSettings(cfg.GetDefaultConfig().GetTracing())
+	def := traceSampling
+	if def == 0 {
+		def = defaultTraceSampling
+	}
+	if def < 0 || def > 100 {
+		return fmt.Errorf("%w: PILOT_TRACE_SAMPLING %v: want 0 to 100", ErrBadMeshSetting, def)
+	}
+	sampling, tags, maxPath, istioTags, err := rules.TraceSettings(cfg.GetDefaultConfig().GetTracing(), def)
 	if err != nil {
 		return fmt.Errorf("%w: defaultConfig: %v", ErrBadMeshSetting, err)
 	}
-	t := &encode.MeshTracing{Sampling: sampling, Tags: tags, MaxPathTagLength: maxPath}
+	t := &encode.MeshTracing{Sampling: sampling, DefaultSampling: def, Tags: tags, MaxPathTagLength: maxPath}
 	if len(names) == 0 {
 		t.IstioTags = istioTags
 		m.Tracing = t

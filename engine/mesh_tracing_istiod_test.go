@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
@@ -301,5 +302,56 @@ func TestTracingDatadogServiceName(t *testing.T) {
 		if !strings.Contains(js, `"serviceName":"`+cluster+`"`) {
 			t.Errorf("node cluster %s: not the datadog service name in %s", cluster, js)
 		}
+	}
+}
+
+// TestTracingProxyConfigDefaultSampling: PILOT_TRACE_SAMPLING is the
+// sampling of a proxy whose PROXY_CONFIG tracing sets none (the case's
+// gateway), as istiod's proxyConfigSamplingValue.
+func TestTracingProxyConfigDefaultSampling(t *testing.T) {
+	c := loadMeshCase(t, "tracing-proxyconfig")
+	cfg, err := inject.ParseMesh(c.Mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MeshSettings{Config: cfg, TraceSampling: 30}.Mesh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm := scenario.NewMesh()
+	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
+		t.Fatal(err)
+	}
+	e := New(sm.W, Options{Mesh: m})
+	gw := c.Proxies[1]
+	md, err := structpb.NewStruct(gw.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := gw.Metadata["PROXY_CONFIG"]; !ok || !strings.HasPrefix(gw.ID, "router~") {
+		t.Fatal("the case's second proxy is not the gateway with a PROXY_CONFIG")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := e.Connect(ctx, &corev3.Node{Id: gw.ID, Metadata: md}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rs {
+		for id, f := range hcmTracingFields(t, anyJSON(t, r.Any).(map[string]any)) {
+			n++
+			if !strings.Contains(f, `"randomSampling":{"value":30}`) {
+				t.Errorf("%s %s: %s", r.Name, id, f)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no HCM")
 	}
 }

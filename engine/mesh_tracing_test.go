@@ -14,11 +14,12 @@ import (
 func TestApplyTracingMesh(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
+		sampling   float64 // PILOT_TRACE_SAMPLING (0: unset)
 		check      func(t *testing.T, tr *encode.MeshTracing)
 		err        string
 	}{
 		{name: "istiod default: tracing without provider", yaml: "{}", check: func(t *testing.T, tr *encode.MeshTracing) {
-			if tr == nil || tr.HasDefaultProvider || !tr.IstioTags || tr.Sampling != 1 || len(tr.Tags) != 0 {
+			if tr == nil || tr.HasDefaultProvider || !tr.IstioTags || tr.Sampling != 1 || tr.DefaultSampling != 1 || len(tr.Tags) != 0 {
 				t.Errorf("got %+v", tr)
 			}
 		}},
@@ -70,6 +71,17 @@ extensionProviders:
 				t.Errorf("got %+v", p)
 			}
 		}},
+		{name: "PILOT_TRACE_SAMPLING is the default, not an override", yaml: "{}", sampling: 30, check: func(t *testing.T, tr *encode.MeshTracing) {
+			if tr.Sampling != 30 || tr.DefaultSampling != 30 {
+				t.Errorf("got %+v", tr)
+			}
+		}},
+		{name: "PILOT_TRACE_SAMPLING under defaultConfig's", yaml: "defaultConfig: {tracing: {sampling: 5}}", sampling: 30, check: func(t *testing.T, tr *encode.MeshTracing) {
+			if tr.Sampling != 5 || tr.DefaultSampling != 30 {
+				t.Errorf("got %+v", tr)
+			}
+		}},
+		{name: "PILOT_TRACE_SAMPLING out of range", yaml: "{}", sampling: 101, err: "PILOT_TRACE_SAMPLING"},
 		{name: "negative sampling", yaml: "defaultConfig: {tracing: {sampling: -1}}", err: "defaultConfig: invalid tracing setting: tracing.sampling"},
 		{name: "otel sampler", yaml: `defaultProviders: {tracing: [o]}
 extensionProviders:
@@ -86,7 +98,7 @@ extensionProviders:
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := MeshSettings{Config: cfg}.Mesh()
+			m, err := MeshSettings{Config: cfg, TraceSampling: tc.sampling}.Mesh()
 			if tc.err != "" {
 				if !errors.Is(err, ErrBadMeshSetting) || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want ErrBadMeshSetting naming %s", err, tc.err)

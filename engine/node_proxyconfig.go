@@ -63,7 +63,7 @@ func proxyConfigTracing(md map[string]*structpb.Value) (string, error) {
 			return "", fmt.Errorf("%w: PROXY_CONFIG.tracing: %v", ErrBadNode, err)
 		}
 	}
-	if _, _, _, _, err := rules.TraceSettings(&t); err != nil {
+	if _, _, _, _, err := rules.TraceSettings(&t, 1); err != nil {
 		return "", fmt.Errorf("%w: PROXY_CONFIG: %v", ErrBadNode, err)
 	}
 	return rules.TraceProxyConfig(&t), nil

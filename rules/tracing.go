@@ -35,7 +35,7 @@ func tracingOf(sc *Scope, mesh *encode.Mesh) encode.Tracing {
 	// A proxy's PROXY_CONFIG replaces the mesh's defaultConfig, tracing
 	// included (istiod's ProxyConfigOrDefault); enableIstioTags counts
 	// only without a default provider.
-	if sampling, tags, maxPath, istioTags, ok := proxyTraceSettings(sc.Class.Trace.ProxyConfig); ok {
+	if sampling, tags, maxPath, istioTags, ok := proxyTraceSettings(sc.Class.Trace.ProxyConfig, mt.DefaultSampling); ok {
 		t.Sampling, t.Tags, t.MaxPathTagLength = sampling, tags, maxPath
 		if !mt.HasDefaultProvider {
 			t.IstioTags = istioTags
@@ -92,12 +92,12 @@ var ErrBadTracing = errors.New("invalid tracing setting")
 
 // TraceSettings reads a ProxyConfig's tracing as istiod does (the mesh's
 // defaultConfig, or a proxy's PROXY_CONFIG): the random sampling
-// percentage (unset or 0: 1, istiod's PILOT_TRACE_SAMPLING default; above
-// 100: 1), the custom tags sorted by tag (one without a kind is skipped, as
+// percentage (unset or 0: def, PILOT_TRACE_SAMPLING; above 100: 1), the
+// custom tags sorted by tag (one without a kind is skipped, as
 // istiod skips it), maxPathTagLength and enableIstioTags (default true).
 // A negative sampling, which Envoy refuses with the whole listener, fails.
-func TraceSettings(pc *meshv1alpha1.Tracing) (sampling float64, tags []encode.TraceTag, maxPath uint32, istioTags bool, err error) {
-	sampling = 1
+func TraceSettings(pc *meshv1alpha1.Tracing, def float64) (sampling float64, tags []encode.TraceTag, maxPath uint32, istioTags bool, err error) {
+	sampling = def
 	if s := pc.GetSampling(); s < 0 {
 		return 0, nil, 0, false, fmt.Errorf("%w: tracing.sampling %v: want 0 to 100", ErrBadTracing, s)
 	} else if s > 100 {
@@ -142,7 +142,7 @@ func TraceProxyConfig(pc *meshv1alpha1.Tracing) string {
 
 // proxyTraceSettings decodes TraceProxyConfig's value; ok is false for ""
 // (or a value TraceProxyConfig did not make).
-func proxyTraceSettings(v string) (sampling float64, tags []encode.TraceTag, maxPath uint32, istioTags, ok bool) {
+func proxyTraceSettings(v string, def float64) (sampling float64, tags []encode.TraceTag, maxPath uint32, istioTags, ok bool) {
 	if v == "" || v[0] != 'p' {
 		return 0, nil, 0, false, false
 	}
@@ -150,6 +150,6 @@ func proxyTraceSettings(v string) (sampling float64, tags []encode.TraceTag, max
 	if proto.Unmarshal([]byte(v[1:]), &pc) != nil {
 		return 0, nil, 0, false, false
 	}
-	sampling, tags, maxPath, istioTags, err := TraceSettings(&pc)
+	sampling, tags, maxPath, istioTags, err := TraceSettings(&pc, def)
 	return sampling, tags, maxPath, istioTags, err == nil
 }
