@@ -36,6 +36,9 @@ type GatewayListenerKey struct {
 	PathNormalization PathNormalization
 	// Stats adds istio.stats to every chain (Mesh.Stats).
 	Stats bool
+	// Tracing is the HTTP servers' tracing (client side, as istiod's
+	// gateway class).
+	Tracing Tracing
 	// TLSDefaults is meshConfig.tlsDefaults (Mesh.TLSDefaults): curves,
 	// suites and minimum version of SIMPLE and MUTUAL servers, under the
 	// server's own.
@@ -66,6 +69,7 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	k.RequestAuthn.hashInto(&h)
 	h.U32(uint32(k.PathNormalization))
 	h.Bool(k.Stats)
+	k.Tracing.hashInto(&h)
 	k.TLSDefaults.hashInto(&h)
 	k.Wasm.hash(&h)
 	return h.Sum()
@@ -277,7 +281,7 @@ func sniNames(hosts []string) []string {
 // and set, or as gatewayTopology.forwardClientCertDetails says; routes
 // come from RDS.
 func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
-	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds, path: k.PathNormalization})
+	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds, path: k.PathNormalization, tracing: &k.Tracing})
 	h.HttpFilters = gatewayHTTPFilters(statsHTTP(k.Stats, true))
 	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h, k.Port)
 	h.UseRemoteAddress = wrapperspb.Bool(true)

@@ -166,6 +166,7 @@ func (k viIn) ingressChains(in *networking.IstioIngressListener, sec *inboundSec
 				protocol:    proto,
 				path:        k.PathNormalization,
 				stats:       k.Stats,
+				tracing:     &k.Tracing,
 				routeConfig: inboundRouteConfig(cluster, port, host, port, proto),
 			}), port))
 		} else {

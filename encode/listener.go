@@ -41,6 +41,8 @@ type OutboundListenerKey struct {
 	PathNormalization PathNormalization
 	// Stats adds istio.stats to every chain (Mesh.Stats).
 	Stats bool
+	// Tracing is the HTTP chains' tracing (client side).
+	Tracing Tracing
 	// Bind is the listener's address: a wildcard ("0.0.0.0", "::"), a VIP,
 	// or an endpoint address of a headless service.
 	Bind string
@@ -89,6 +91,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.U32(uint32(k.PathNormalization))
 	h.Bool(k.Stats)
+	k.Tracing.hashInto(&h)
 	h.Str(k.Bind)
 	h.U32(k.Port)
 	h.Bool(k.EgressPort)
@@ -382,6 +385,7 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 			o.path = k.PathNormalization
 			o.stats = k.Stats
 			o.wasm = k.Wasm
+			o.tracing = &k.Tracing
 			fc.Filters = []*listener.Filter{lsHCMFilter(lsHCM(o))}
 			if k.Wasm.hasNet(k.Port) {
 				fc.Filters = append(k.Wasm.netAround(nil, k.Port, nil, nil), fc.Filters...)

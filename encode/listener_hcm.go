@@ -41,10 +41,12 @@ type hcmOpts struct {
 	// listener's port already chosen: every one applies), after metadata
 	// exchange; inbound ones are placed by inboundSecurity.withHTTP.
 	wasm WasmFilters
+	// tracing is the HCM's tracing (encode/tracing.go); nil: none.
+	tracing *Tracing
 }
 
 // lsHCM is istiod's buildHTTPConnectionManager for sidecars, without
-// tracing and access logs (telemetry is configured elsewhere).
+// access logs.
 func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 	h := &hcm.HttpConnectionManager{
 		StatPrefix:         o.statPrefix,
@@ -55,6 +57,7 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 		Proxy_100Continue:  true,
 	}
 	o.path.apply(h)
+	o.tracing.apply(h)
 	if o.rds != "" {
 		h.RouteSpecifier = &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{ConfigSource: lsADS, RouteConfigName: o.rds}}
 	} else {

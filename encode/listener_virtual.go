@@ -117,6 +117,8 @@ type VirtualInboundKey struct {
 	PathNormalization PathNormalization
 	// Stats adds istio.stats to every chain (Mesh.Stats).
 	Stats bool
+	// Tracing is the HTTP chains' tracing (server side).
+	Tracing Tracing
 	// Instances are sorted by target port.
 	Instances []InboundInstance
 	// MTLS is the workload-wide mode, for ports no service declares.
@@ -157,6 +159,7 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.U32(uint32(k.PathNormalization))
 	h.Bool(k.Stats)
+	k.Tracing.hashInto(&h)
 	h.Int(len(k.Instances))
 	for i := range k.Instances {
 		in := &k.Instances[i]
@@ -283,6 +286,7 @@ func (k viIn) passthroughChains(chains []*listener.FilterChain, port uint32, m S
 				inbound:     true,
 				path:        k.PathNormalization,
 				stats:       k.Stats,
+				tracing:     &k.Tracing,
 				routeConfig: inboundRouteConfig(inboundPassthroughCluster, 0, "", 0, index.ProtocolUnknown),
 			}), port))
 		} else {
@@ -328,6 +332,7 @@ func (k viIn) instanceChains(wildcard string, in *InboundInstance, sec *inboundS
 				protocol:    in.Port.Protocol,
 				path:        k.PathNormalization,
 				stats:       k.Stats,
+				tracing:     &k.Tracing,
 				routeConfig: inboundRouteConfig(cluster, in.Port.Number, host, in.Port.Number, in.Port.Protocol),
 			}), in.TargetPort))
 		} else {

@@ -70,6 +70,10 @@ type ProxyClass struct {
 	// other proxies): routers behind different load balancers do not
 	// share listeners.
 	GatewayTopology GatewayTopology
+	// Trace is what the Istio tracing tags say of the proxy, set only when
+	// the mesh traces (Mesh.Tracing): the HCMs of proxies of different
+	// canonical services differ, as in istiod.
+	Trace TraceIdentity
 }
 
 // Hash feeds every field of the class.
@@ -86,6 +90,7 @@ func (p *ProxyClass) hashInto(h *Hasher) {
 	h.Str(p.Labels)
 	h.Str(p.ProxyIPs)
 	p.GatewayTopology.hashInto(h)
+	p.Trace.hashInto(h)
 }
 
 // Mesh holds mesh-wide settings (istiod's MeshConfig subset pilotfish
@@ -178,6 +183,12 @@ type Mesh struct {
 	// gateways (encode/telemetry.go).
 	Stats bool
 
+	// Tracing is the mesh config's tracing (enableTracing, defaultConfig.
+	// tracing, defaultProviders.tracing; engine/mesh_tracing.go), nil for
+	// none: rules resolves it per class into the keys of HCM-bearing
+	// listeners (encode/tracing.go).
+	Tracing *MeshTracing
+
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
 	// of a push's thousands of keys cost a sixth of a warm CDS build. Set
@@ -223,6 +234,7 @@ func (m *Mesh) Clone() *Mesh {
 	}
 	m.cloneClusterFields(c)
 	c.Stats = m.Stats
+	c.Tracing = m.Tracing.clone()
 	c.ExtAuthz = cloneExtAuthz(m.ExtAuthz)
 	return c
 }
@@ -305,6 +317,7 @@ func (m *Mesh) fieldsHash() uint64 {
 	m.DefaultRetry.hashInto(h)
 	h.U32(uint32(m.InboundTrafficPolicy))
 	h.Bool(m.Stats)
+	m.Tracing.hashInto(h)
 	for _, l := range [...][]string{m.DefaultServiceExportTo, m.DefaultVirtualServiceExportTo, m.DefaultDestinationRuleExportTo} {
 		h.Bool(l == nil)
 		h.Int(len(l))

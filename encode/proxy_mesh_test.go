@@ -21,7 +21,8 @@ func TestMeshClone(t *testing.T) {
 		TLSDefaults:          TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}},
 		MeshMTLS:             TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true},
 		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}, Stats: true,
-		ExtAuthz: []ExtAuthzProvider{{Name: "authz", Kind: ExtAuthzHTTP, IncludeRequestHeaders: []string{"x-user"}, Body: &ExtAuthzBody{MaxRequestBytes: 1}}}}
+		ExtAuthz: []ExtAuthzProvider{{Name: "authz", Kind: ExtAuthzHTTP, IncludeRequestHeaders: []string{"x-user"}, Body: &ExtAuthzBody{MaxRequestBytes: 1}}},
+		Tracing:  &MeshTracing{Provider: &TraceProvider{Name: "z", Headers: []TraceHeader{{"a", "b"}}}, Sampling: 1, Tags: []TraceTag{{Tag: "t"}}}}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -45,6 +46,11 @@ func TestMeshClone(t *testing.T) {
 	c.MeshMTLS.CipherSuites[0] = "x"
 	c.ExtAuthz[0].IncludeRequestHeaders[0] = "y"
 	c.ExtAuthz[0].Body.MaxRequestBytes++
+	c.Tracing.Provider.Headers[0].Value = "c"
+	c.Tracing.Tags[0].Tag = "u"
+	if m.Tracing.Provider.Headers[0].Value != "b" || m.Tracing.Tags[0].Tag != "t" {
+		t.Fatal("Clone shares tracing settings with the mesh it came from")
+	}
 	if m.ExtAuthz[0].IncludeRequestHeaders[0] != "x-user" || m.ExtAuthz[0].Body.MaxRequestBytes != 1 {
 		t.Fatal("Clone shares an ext_authz provider with the mesh it came from")
 	}

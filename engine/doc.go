@@ -35,6 +35,10 @@
 // pilotfish does not implement (docs/mesh-config.md). Its default metrics
 // providers reach encode.Mesh.Stats through applyTelemetryMesh
 // (mesh_telemetry.go): the istio.stats filters istiod's chart turns on.
+// Its tracing (enableTracing, defaultConfig.tracing, defaultProviders.tracing
+// and the tracing providers) reaches encode.Mesh.Tracing through
+// applyTracingMesh (mesh_tracing.go, docs/telemetry.md); a class then holds
+// its proxies' tracing identity (the Istio tags differ per workload).
 // Its ext_authz extensionProviders reach encode.Mesh through applyExtAuthzMesh
 // (mesh_extauthz.go), which keeps an invalid provider with its reason, as
 // istiod, rather than refuse the mesh config (docs/security.md).

@@ -199,8 +199,15 @@ func (e *Engine) generate(sc *rules.Scope, cache *encode.Cache, typeURL string, 
 var build = rules.Build
 
 // classOf is the class of node in snap, with the mesh's root namespace.
+// When the mesh traces, the class holds the proxy's tracing identity
+// (mesh_tracing.go): its HCMs carry it.
 func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
-	return rules.ClassOfIn(&e.views, snap, e.meshNow().mesh.RootNamespace, node)
+	m := e.meshNow().mesh
+	c := rules.ClassOfIn(&e.views, snap, m.RootNamespace, node)
+	if m.Tracing != nil {
+		c.Trace = traceIdentity(node)
+	}
+	return c
 }
 
 // buildSecrets is the Secret builder for a proxy's request: a credential

@@ -42,8 +42,11 @@ func (e *Engine) SetMesh(m *encode.Mesh) bool {
 	e.views.SetMesh(m)
 	e.meshState.Store(&meshState{mesh: m, meshes: rules.NewMeshes(m), gen: cur.gen + 1})
 	root := cur.mesh.RootNamespace != m.RootNamespace
-	e.log.Info("mesh settings changed: pushing", "rootNamespaceChanged", root)
-	e.changes.addMesh(root)
+	// Tracing turned on or off adds or drops the classes' tracing
+	// identity: reclassify as for a new root namespace.
+	tracing := (cur.mesh.Tracing == nil) != (m.Tracing == nil)
+	e.log.Info("mesh settings changed: pushing", "rootNamespaceChanged", root, "tracingToggled", tracing)
+	e.changes.addMesh(root || tracing)
 	return true
 }
 

@@ -69,11 +69,17 @@ func ParseNode(n *corev3.Node) (*Node, error) {
 	out.IstioVersion = majorMinor(str(md, "ISTIO_VERSION"))
 	out.ClusterID = str(md, "CLUSTER_ID")
 	out.Network = str(md, "NETWORK")
+	out.MeshID = str(md, "MESH_ID")
+	out.ServiceCluster = n.GetCluster()
 	if out.Type == encode.ProxyRouter { // only a gateway's listeners read it
 		var err error
 		if out.GatewayTopology, err = gatewayTopology(md); err != nil {
 			return nil, fmt.Errorf("node id %q: %w", n.Id, err)
 		}
+	}
+	var err error
+	if out.TraceProxyConfig, err = proxyConfigTracing(md); err != nil {
+		return nil, fmt.Errorf("node id %q: %w", n.Id, err)
 	}
 	if loc, ok := labelsLocality(out.Labels); ok {
 		out.Locality = loc

@@ -8,6 +8,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/pilotfish-mesh/pilotfish/encode"
 )
 
 // FuzzConnectNode feeds an arbitrary node (id, metadata as an encoded
@@ -42,10 +44,15 @@ func FuzzConnectNode(f *testing.F) {
 	seed("sidecar~10.0.0.3~pod-2.a~a.svc.cluster.local", map[string]any{"NAMESPACE": "a", "LABELS": map[string]any{
 		"topology.istio.io/locality": "r/z/s/extra", "istio-locality": "", "topology.istio.io/subzone": "s"}}, "z", "*")
 	seed("sidecar~1.2.3.4,bad,::~p.~~", map[string]any{"LABELS": "not a struct", "INSTANCE_IPS": 7.0}, "", "*")
+	seed("sidecar~10.0.0.4~pod-3.a~a.svc.cluster.local", map[string]any{"NAMESPACE": "a", "MESH_ID": "m", "PROXY_CONFIG": map[string]any{"tracing": map[string]any{
+		"sampling": 150.0, "maxPathTagLength": 9.0, "enableIstioTags": false, "customTags": map[string]any{"t": map[string]any{"header": map[string]any{"name": "x"}}}}}}, "", "*")
 
 	m := newTestMesh(f)
 	m.setEndpoints(m.svcA, 2)
-	e := New(m.w, Options{})
+	// A mesh with tracing: a proxy's PROXY_CONFIG tracing shapes its HCMs.
+	mesh := encode.DefaultMesh()
+	mesh.Tracing = &encode.MeshTracing{Sampling: 1, IstioTags: true}
+	e := New(m.w, Options{Mesh: mesh})
 	types := []string{TypeCluster, TypeEndpoint, TypeListener, TypeRoute}
 	f.Fuzz(func(t *testing.T, id string, mdBytes []byte, zone, name string) {
 		md := &structpb.Struct{}

@@ -8,6 +8,7 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/rules"
 )
 
 // gatewayTopology reads gatewayTopology from the PROXY_CONFIG node metadata
@@ -41,4 +42,29 @@ func gatewayTopology(md map[string]*structpb.Value) (encode.GatewayTopology, err
 		ForwardClientCert: uint8(fcc),
 		ProxyProtocol:     t.GetProxyProtocol() != nil,
 	}, nil
+}
+
+// proxyConfigTracing reads PROXY_CONFIG's tracing: istiod takes a proxy's
+// PROXY_CONFIG whole over the mesh's defaultConfig, so a PROXY_CONFIG
+// without tracing means istiod's defaults (rules.TraceProxyConfig of an
+// empty message). "" without PROXY_CONFIG. A negative sampling fails.
+func proxyConfigTracing(md map[string]*structpb.Value) (string, error) {
+	pc := md["PROXY_CONFIG"].GetStructValue()
+	if pc == nil {
+		return "", nil
+	}
+	var t meshconfig.Tracing
+	if tv := pc.GetFields()["tracing"]; tv != nil {
+		b, err := tv.MarshalJSON()
+		if err != nil {
+			return "", fmt.Errorf("%w: PROXY_CONFIG.tracing: %v", ErrBadNode, err)
+		}
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &t); err != nil {
+			return "", fmt.Errorf("%w: PROXY_CONFIG.tracing: %v", ErrBadNode, err)
+		}
+	}
+	if _, _, _, _, err := rules.TraceSettings(&t, 1); err != nil {
+		return "", fmt.Errorf("%w: PROXY_CONFIG: %v", ErrBadNode, err)
+	}
+	return rules.TraceProxyConfig(&t), nil
 }

@@ -104,7 +104,7 @@ func (s *scopedChanges) affects(prev, cur *rules.Scope, rootNS string) bool {
 // scopedTargets keeps the classes a full change may affect, and records
 // each class's current scope as the one its proxies were last pushed from.
 func (e *Engine) scopedTargets(classes []*class, changes *scopedChanges) []*class {
-	if changes.touchesExtAuthz(e.Snapshot(), e.meshNow().mesh) { // mesh_extauthz.go
+	if changes.touchesExtAuthz(e.Snapshot(), e.meshNow().mesh) || changes.touchesTracing(e.Snapshot(), e.meshNow().mesh) { // mesh_extauthz.go, mesh_tracing.go
 		changes = nil
 	}
 	out := classes[:0]

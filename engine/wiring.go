@@ -63,6 +63,10 @@ type MeshSettings struct {
 	ProtocolDetectionTimeout time.Duration
 	// DisableAutoMTLS is meshConfig enableAutoMtls: false.
 	DisableAutoMTLS bool
+	// TraceSampling is PILOT_TRACE_SAMPLING: the tracing sampling
+	// percentage where defaultConfig.tracing (or a proxy's PROXY_CONFIG)
+	// sets none (0: istiod's default, 1); outside [0, 100] is refused.
+	TraceSampling float64
 	// Config is the whole mesh config (istiod's defaults applied), for the
 	// fields read by applyListenerMesh and applyClusterMesh; nil: istiod's
 	// defaults. The fields above, which flags may override, win over it.
@@ -94,7 +98,10 @@ func (s MeshSettings) Mesh() (*encode.Mesh, error) {
 		if err := applyTelemetryMesh(m, s.Config); err != nil {
 			return nil, err
 		}
-		applyExtAuthzMesh(m, s.Config) // mesh_extauthz.go
+		applyExtAuthzMesh(m, s.Config)                                         // mesh_extauthz.go
+		if err := applyTracingMesh(m, s.Config, s.TraceSampling); err != nil { // mesh_tracing.go
+			return nil, err
+		}
 	}
 	switch s.OutboundTrafficPolicy {
 	case "", "ALLOW_ANY":

@@ -238,6 +238,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 	m := gatewayOf(sc, mesh)
 	sec := securityOf(sc, mesh)
 	wasm := wasmPlugins(sc, mesh) // wasm.go
+	tracing := tracingOf(sc, mesh) // tracing.go
 	for i := range m.ports {
 		p := &m.ports[i]
 		k := &encode.GatewayListenerKey{
@@ -252,6 +253,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 
 			PathNormalization: mesh.PathNormalization,
 			Stats:             mesh.Stats,
+			Tracing:           tracing,
 			TLSDefaults:       mesh.TLSDefaults,
 			Wasm:              wasmClient(wasm, p.number),
 		}

@@ -41,6 +41,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	b.names, b.wildcard = names, wildcard
 	b.outbound()
 	wasm := wasmPlugins(sc, mesh) // wasm.go
+	tracing := tracingOf(sc, mesh) // tracing.go
 	var err error
 	for i := range b.groups {
 		g := &b.groups[i]
@@ -53,6 +54,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
 			Stats:                    mesh.Stats,
+			Tracing:                  tracing,
 			Bind:                     addrString(g.bind),
 			Port:                     g.port,
 			EgressPort:               g.opts.egress,
@@ -82,6 +84,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
 			Stats:                    mesh.Stats,
+			Tracing:                  tracing,
 			Instances:                inboundInstances(sc, sec),
 			MTLS:                     sec.mtls,
 			PassthroughPorts:         sec.passthroughPorts(sc),

@@ -27,6 +27,13 @@ type Node struct {
 	// GatewayTopology is PROXY_CONFIG's gatewayTopology; only a router's
 	// class carries it.
 	GatewayTopology encode.GatewayTopology
+	// MeshID (metadata MESH_ID) and ServiceCluster (the node's cluster)
+	// are read by tracing only (encode.TraceIdentity).
+	MeshID         string
+	ServiceCluster string
+	// TraceProxyConfig is PROXY_CONFIG's tracing (TraceProxyConfig), ""
+	// without PROXY_CONFIG.
+	TraceProxyConfig string
 }
 
 // Class returns the proxy class of the node: what generated config depends on.

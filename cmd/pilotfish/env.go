@@ -49,3 +49,18 @@ func envBool(name string, def bool) bool {
 	}
 	return b
 }
+
+// envFloat reads a number; istiod's PILOT_TRACE_SAMPLING out of range is
+// refused by the engine, naming it.
+func envFloat(name string, def float64) float64 {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %s=%q is not a number; using %v\n", name, v, def)
+		return def
+	}
+	return f
+}

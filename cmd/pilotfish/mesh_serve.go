@@ -31,7 +31,8 @@ func startMesh(ctx context.Context, o *serveOptions, log *slog.Logger) (*meshSou
 	s := &meshSource{o: o, cmNS: o.inject.namespace, cmName: cmName, meshState: &meshState{
 		log: log.With("component", "mesh-config"),
 		base: engine.MeshSettings{DomainSuffix: o.domain, ClusterID: o.kube.clusterID, JWKSFetchMode: o.jwks.mode,
-			TrustDomain: o.ca.trustDomain, TrustDomainAliases: o.trustDomainAliases, OutboundTrafficPolicy: o.outboundPolicy},
+			TrustDomain: o.ca.trustDomain, TrustDomainAliases: o.trustDomainAliases, OutboundTrafficPolicy: o.outboundPolicy,
+			TraceSampling: o.traceSampling},
 		flags: meshFlags{outboundPolicy: o.outboundPolicy, outboundSet: o.explicit["outbound-traffic-policy"],
 			trustDomainAliases: o.trustDomainAliases, aliasesSet: o.explicit["trust-domain-aliases"],
 			trustDomain: o.ca.trustDomain, trustDomainSet: o.explicit["trust-domain"]},

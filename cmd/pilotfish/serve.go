@@ -28,6 +28,7 @@ type serveOptions struct {
 	httpAddr          string
 	domain            string
 	outboundPolicy    string
+	traceSampling     float64
 	logLevel          string
 	debounceAfter     time.Duration
 	debounceMax       time.Duration
@@ -96,6 +97,7 @@ flag on the command line wins).`,
 	f.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:15010", "listen address of the plaintext gRPC server (xDS); istiod's port is 15010")
 	f.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:15014", "listen address of the HTTP server (/ready, /metrics, /debug/...); istiod's port is 15014")
 	f.StringVar(&o.domain, "domain", "cluster.local", "the cluster DNS domain suffix")
+	f.Float64Var(&o.traceSampling, "trace-sampling", envFloat("PILOT_TRACE_SAMPLING", 1), "tracing sampling percentage (0 to 100) of HTTP connection managers where the mesh config's defaultConfig.tracing.sampling (or a proxy's PROXY_CONFIG) sets none, as istiod's PILOT_TRACE_SAMPLING (docs/telemetry.md)")
 	f.StringVar(&o.outboundPolicy, "outbound-traffic-policy", envString("PILOTFISH_OUTBOUND_TRAFFIC_POLICY", "ALLOW_ANY"), "mesh-wide outboundTrafficPolicy.mode for traffic to destinations no service defines: ALLOW_ANY (PassthroughCluster) or REGISTRY_ONLY (BlackHoleCluster); a Sidecar's outboundTrafficPolicy overrides it (PILOTFISH_OUTBOUND_TRAFFIC_POLICY)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (client-go's logging too, as component=client-go; at debug with its klog -v=4 detail)")
 	f.DurationVar(&o.debounceAfter, "debounce-after", envDuration("PILOT_DEBOUNCE_AFTER", 100*time.Millisecond), "push once no change has arrived for this long (PILOT_DEBOUNCE_AFTER)")
