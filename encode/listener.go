@@ -39,8 +39,8 @@ type OutboundListenerKey struct {
 	ProtocolDetectionTimeout time.Duration
 	// PathNormalization is the mesh's (meshConfig pathNormalization).
 	PathNormalization PathNormalization
-	// Stats adds istio.stats to every chain (Mesh.Stats).
-	Stats bool
+	// Telemetry is the class's stats filter and access logs (nil: none).
+	Telemetry *Telemetry
 	// Bind is the listener's address: a wildcard ("0.0.0.0", "::"), a VIP,
 	// or an endpoint address of a headless service.
 	Bind string
@@ -84,7 +84,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 	h.Str(k.EgressCluster)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.U32(uint32(k.PathNormalization))
-	h.Bool(k.Stats)
+	k.Telemetry.hashInto(&h)
 	h.Str(k.Bind)
 	h.U32(k.Port)
 	h.Bool(k.EgressPort)
@@ -375,10 +375,10 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 			o := *c.http
 			o.statPrefix = "outbound_" + name + ";"
 			o.path = k.PathNormalization
-			o.stats = k.Stats
+			o.tel = k.Telemetry
 			fc.Filters = []*listener.Filter{lsHCMFilter(lsHCM(o))}
 		} else {
-			fc.Filters = withStatsTCP(k.Stats, false, c.filters)
+			fc.Filters = withTelemetryTCP(k.Telemetry, sideOutbound, true, c.filters)
 		}
 		if c.matchAll() {
 			def = fc
@@ -396,7 +396,7 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 		l.DefaultFilterChain = &listener.FilterChain{
 			FilterChainMatch: &listener.FilterChainMatch{},
 			Name:             "PassthroughFilterChain",
-			Filters:          withStatsTCP(k.Stats, false, []*listener.Filter{k.fallthroughFilter()}),
+			Filters:          withTelemetryTCP(k.Telemetry, sideOutbound, true, []*listener.Filter{k.fallthroughFilter()}),
 		}
 	}
 	return l

@@ -35,8 +35,8 @@ type hcmOpts struct {
 	protocol    index.Protocol
 	// path is the mesh's path normalization.
 	path PathNormalization
-	// stats adds istio.stats (Mesh.Stats).
-	stats bool
+	// tel adds istio.stats and access logs (inbound: the server side).
+	tel *Telemetry
 }
 
 // lsHCM is istiod's buildHTTPConnectionManager for sidecars, without
@@ -58,7 +58,8 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 	}
 	grpcWeb := o.protocol == index.ProtocolGRPCWeb
 	if o.inbound {
-		h.HttpFilters = sidecarInboundHTTPFilters(grpcWeb, statsHTTP(o.stats, true))
+		h.HttpFilters = sidecarInboundHTTPFilters(grpcWeb, o.tel.statsHTTP(sideInbound))
+		h.AccessLog = o.tel.accessLogs(sideInbound, false)
 		h.ServerName = "istio-envoy"
 		h.ForwardClientCertDetails = hcm.HttpConnectionManager_APPEND_FORWARD
 		h.SetCurrentClientCertDetails = &hcm.HttpConnectionManager_SetCurrentClientCertDetails{
@@ -68,7 +69,8 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 			h.Http2ProtocolOptions = &core.Http2ProtocolOptions{}
 		}
 	} else {
-		h.HttpFilters = sidecarOutboundHTTPFilters(grpcWeb, statsHTTP(o.stats, false))
+		h.HttpFilters = sidecarOutboundHTTPFilters(grpcWeb, o.tel.statsHTTP(sideOutbound))
+		h.AccessLog = o.tel.accessLogs(sideOutbound, false)
 	}
 	return h
 }

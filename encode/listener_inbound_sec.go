@@ -60,12 +60,12 @@ func inboundOpts(c lsClass, m ServiceMTLS) []inboundOpt {
 type inboundSecurity struct {
 	http []*hcm.HttpFilter  // jwt_authn, then RBAC, after metadata exchange
 	net  []*listener.Filter // RBAC, before tcp_proxy
-	// stats adds istio.stats before tcp_proxy (Mesh.Stats).
-	stats bool
+	// tel adds istio.stats before tcp_proxy and its access logs.
+	tel *Telemetry
 }
 
 func (k viIn) security() *inboundSecurity {
-	s := &inboundSecurity{stats: k.Stats, http: customHTTPFilters(k.names, &k.Authz)}
+	s := &inboundSecurity{tel: k.Telemetry, http: customHTTPFilters(k.names, &k.Authz)}
 	if f := jwtFilter(&k.RequestAuthn, false); f != nil {
 		s.http = append(s.http, f)
 	}
@@ -94,10 +94,7 @@ func (s *inboundSecurity) tcp(proxy *listener.Filter) []*listener.Filter {
 	out := make([]*listener.Filter, 0, 3+len(s.net))
 	out = append(out, nfMxTCP)
 	out = append(out, s.net...)
-	if s.stats {
-		out = append(out, nfStatsServer)
-	}
-	return append(out, proxy)
+	return withTelemetryTCP(s.tel, sideInbound, true, append(out, proxy))
 }
 
 // securityHTTPFilters are a router's jwt_authn and RBAC filters for its
@@ -115,14 +112,8 @@ func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
 // proxy.
 func (k gwlIn) tcpFilters(proxy *listener.Filter) []*listener.Filter {
 	if k.Authz.Empty() {
-		if k.Stats {
-			return []*listener.Filter{nfStatsServer, proxy}
-		}
-		return []*listener.Filter{proxy}
+		return withTelemetryTCP(k.Telemetry, sideGateway, true, []*listener.Filter{proxy})
 	}
 	out := append(customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz)...)
-	if k.Stats {
-		out = append(out, nfStatsServer)
-	}
-	return append(out, proxy)
+	return withTelemetryTCP(k.Telemetry, sideGateway, true, append(out, proxy))
 }

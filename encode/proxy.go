@@ -177,12 +177,40 @@ type Mesh struct {
 	// filter on every HTTP connection manager and TCP chain of sidecars and
 	// gateways (encode/telemetry.go).
 	Stats bool
+	// Telemetry is the telemetry of a proxy no Telemetry resource applies
+	// to (engine/mesh_telemetry.go): Stats and the mesh config's
+	// accessLogFile or defaultProviders.accessLogging. nil: Stats alone
+	// decides (DefaultTelemetry).
+	Telemetry *Telemetry
+	// TelemetryProviders are the mesh config's extensionProviders as
+	// Telemetry resources name them (engine/mesh_accesslog.go), and
+	// DefaultMetrics and DefaultLogging its defaultProviders.metrics and
+	// accessLogging: what rules merge Telemetry resources with.
+	TelemetryProviders []TelemetryProvider
+	DefaultMetrics     []string
+	DefaultLogging     []string
+	// MeshAccessLog is the logger of accessLogFile, accessLogFormat and
+	// accessLogEncoding (nil: no accessLogFile), istiod's fallback where
+	// no Telemetry configures access logging.
+	MeshAccessLog *AccessLog
 
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
 	// of a push's thousands of keys cost a sixth of a warm CDS build. Set
 	// the fields before the mesh is first used; it is immutable after.
 	hash atomic.Uint64
+}
+
+// DefaultTelemetry is the telemetry of proxies no Telemetry resource
+// applies to.
+func (m *Mesh) DefaultTelemetry() *Telemetry {
+	switch {
+	case m.Telemetry != nil:
+		return m.Telemetry
+	case m.Stats:
+		return StatsOnly
+	}
+	return nil
 }
 
 // DefaultMesh returns istiod's defaults.
@@ -223,6 +251,11 @@ func (m *Mesh) Clone() *Mesh {
 	}
 	m.cloneClusterFields(c)
 	c.Stats = m.Stats
+	c.Telemetry = m.Telemetry // immutable, shared
+	c.TelemetryProviders = m.TelemetryProviders
+	c.DefaultMetrics = m.DefaultMetrics
+	c.DefaultLogging = m.DefaultLogging
+	c.MeshAccessLog = m.MeshAccessLog
 	c.ExtAuthz = cloneExtAuthz(m.ExtAuthz)
 	return c
 }
@@ -305,6 +338,17 @@ func (m *Mesh) fieldsHash() uint64 {
 	m.DefaultRetry.hashInto(h)
 	h.U32(uint32(m.InboundTrafficPolicy))
 	h.Bool(m.Stats)
+	m.Telemetry.hashInto(h)
+	h.Int(len(m.TelemetryProviders))
+	for i := range m.TelemetryProviders {
+		m.TelemetryProviders[i].hashInto(h)
+	}
+	h.Strs(m.DefaultMetrics)
+	h.Strs(m.DefaultLogging)
+	h.Bool(m.MeshAccessLog != nil)
+	if m.MeshAccessLog != nil {
+		m.MeshAccessLog.hashInto(h)
+	}
 	for _, l := range [...][]string{m.DefaultServiceExportTo, m.DefaultVirtualServiceExportTo, m.DefaultDestinationRuleExportTo} {
 		h.Bool(l == nil)
 		h.Int(len(l))

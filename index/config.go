@@ -28,6 +28,11 @@ const (
 	// Priority its priority, CreationTime istiod's tie-break. Rules decide
 	// which apply to a proxy class (docs/envoyfilter-design.md).
 	ConfigEnvoyFilter
+	// ConfigTelemetry is a Telemetry (telemetry.istio.io): Spec the
+	// istio.io/api message, Selector its selector's matchLabels (none: the
+	// namespace's, or with targetRefs a gateway's), CreationTime istiod's
+	// order. Rules merge those of a proxy (rules/telemetry.go).
+	ConfigTelemetry
 	numConfigKinds
 )
 
@@ -43,7 +48,7 @@ const NumConfigKinds = int(numConfigKinds)
 var configKindNames = [...]string{
 	"VirtualService", "DestinationRule", "Gateway", "Sidecar", "ServiceEntry",
 	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication", "Secret", "JWKS",
-	"EnvoyFilter",
+	"EnvoyFilter", "Telemetry",
 }
 
 func (k ConfigKind) String() string {

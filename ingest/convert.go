@@ -176,6 +176,7 @@ var configKinds = map[Kind]index.ConfigKind{
 	KindPeerAuthentication:    index.ConfigPeerAuthentication,
 	KindRequestAuthentication: index.ConfigRequestAuthentication,
 	KindEnvoyFilter:           index.ConfigEnvoyFilter,
+	KindTelemetry:             index.ConfigTelemetry,
 }
 
 // sym interns s.

@@ -54,6 +54,11 @@ var istioBaseSpecs = map[Kind]string{
 	KindEnvoyFilter: `{"workloadSelector":{"labels":{"app":"reviews"}},"priority":3,"configPatches":[{"applyTo":"CLUSTER",
 		"match":{"context":"SIDECAR_OUTBOUND","cluster":{"service":"reviews.shop.svc.cluster.local"}},
 		"patch":{"operation":"MERGE","value":{"connect_timeout":"3s"}}}]}`,
+	KindTelemetry: `{"selector":{"matchLabels":{"app":"reviews"}},"accessLogging":[{"providers":[{"name":"envoy"}],
+		"filter":{"expression":"response.code >= 400"},"match":{"mode":"SERVER"}}],"metrics":[{"providers":[{"name":"prometheus"}],
+		"reportingInterval":"15s","overrides":[{"match":{"metric":"REQUEST_COUNT","mode":"CLIENT"},
+		"tagOverrides":{"a":{"operation":"UPSERT","value":"b"}}}]}],"tracing":[{"providers":[{"name":"zipkin"}],
+		"randomSamplingPercentage":10,"customTags":{"t":{"literal":{"value":"v"}}}}]}`,
 }
 
 // istioKindList is every Istio kind, in Kind order.

@@ -15,6 +15,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -208,6 +209,9 @@ func istioTyped(k Kind) (runtime.Object, *metav1.ObjectMeta, proto.Message) {
 		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
 	case KindEnvoyFilter:
 		o := &networkingv1alpha3.EnvoyFilter{}
+		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
+	case KindTelemetry:
+		o := &telemetryv1.Telemetry{}
 		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
 	case KindAuthorizationPolicy:
 		o := &securityv1.AuthorizationPolicy{}

@@ -6,6 +6,7 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
+	telemetry "istio.io/api/telemetry/v1alpha1"
 )
 
 // config puts the config row every Istio object gets (it backs configz and
@@ -55,6 +56,10 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		row.ExportTo = c.exportTo(s.ExportTo)
 	case *networking.EnvoyFilter:
 		selector, hasSelector = envoyFilterRow(&row, s) // convert_envoyfilter.go
+	case *telemetry.Telemetry:
+		if sel := s.GetSelector(); sel != nil {
+			selector, hasSelector = sel.GetMatchLabels(), true
+		}
 	case *security.AuthorizationPolicy, *security.PeerAuthentication, *security.RequestAuthentication:
 		selector, hasSelector = securityRow(&row, o) // convert_security.go
 	}

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
+	telemetry "istio.io/api/telemetry/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -31,6 +32,7 @@ const (
 	KindRequestAuthentication
 	KindSecret
 	KindEnvoyFilter
+	KindTelemetry
 	numKinds
 )
 
@@ -105,6 +107,8 @@ var kinds = [numKinds]kindInfo{
 	KindSecret:                {"Secret", "", []string{"v1"}, true, kubeNew[corev1.Secret]()},
 	// EnvoyFilter exists only at v1alpha3 (Istio never promoted it).
 	KindEnvoyFilter: {"EnvoyFilter", "networking.istio.io", []string{"v1alpha3"}, true, protoNew[networking.EnvoyFilter]()},
+	// Telemetry is served at v1 and v1alpha1, one message in istio.io/api.
+	KindTelemetry: {"Telemetry", "telemetry.istio.io", []string{"v1", "v1alpha1"}, true, protoNew[telemetry.Telemetry]()},
 }
 
 type groupKind struct{ group, kind string }

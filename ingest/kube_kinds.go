@@ -5,10 +5,12 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	istionetworkinginformers "istio.io/client-go/pkg/informers/externalversions/networking/v1"
 	istionetworkingv1alpha3informers "istio.io/client-go/pkg/informers/externalversions/networking/v1alpha3"
 	istiosecurityinformers "istio.io/client-go/pkg/informers/externalversions/security/v1"
+	istiotelemetryinformers "istio.io/client-go/pkg/informers/externalversions/telemetry/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -29,11 +31,12 @@ const (
 	// EnvoyFilter is served at v1alpha3 only.
 	networkingV1alpha3GroupVersion = "networking.istio.io/v1alpha3"
 	securityGroupVersion           = "security.istio.io/v1"
+	telemetryGroupVersion          = "telemetry.istio.io/v1"
 )
 
 // istioGroupVersions are the group-versions the source asks discovery
 // about: those of istioKinds.
-var istioGroupVersions = []string{networkingGroupVersion, networkingV1alpha3GroupVersion, securityGroupVersion}
+var istioGroupVersions = []string{networkingGroupVersion, networkingV1alpha3GroupVersion, securityGroupVersion, telemetryGroupVersion}
 
 // istioKind is one Istio kind the source watches once its CRD is served.
 type istioKind struct {
@@ -58,6 +61,9 @@ var istioKinds = []istioKind{
 	}},
 	{KindEnvoyFilter, networkingV1alpha3GroupVersion, "envoyfilters", func(c istioclient.Interface) cache.SharedIndexInformer {
 		return istionetworkingv1alpha3informers.NewEnvoyFilterInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
+	}},
+	{KindTelemetry, telemetryGroupVersion, "telemetries", func(c istioclient.Interface) cache.SharedIndexInformer {
+		return istiotelemetryinformers.NewTelemetryInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
 	}},
 	{KindServiceEntry, networkingGroupVersion, "serviceentries", func(c istioclient.Interface) cache.SharedIndexInformer {
 		return istionetworkinginformers.NewServiceEntryInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
@@ -138,6 +144,8 @@ func kubeObject(obj any) (o *Object, ok bool) {
 		return istioObject(KindSidecar, networkingGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1alpha3.EnvoyFilter:
 		return istioObject(KindEnvoyFilter, networkingV1alpha3GroupVersion, &x.ObjectMeta, &x.Spec), true
+	case *telemetryv1.Telemetry:
+		return istioObject(KindTelemetry, telemetryGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1.ServiceEntry:
 		return istioObject(KindServiceEntry, networkingGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1.WorkloadEntry:

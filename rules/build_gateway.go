@@ -237,6 +237,7 @@ func autoPassthroughServices(sc *Scope, srv *networking.Server) []*index.Service
 func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	m := gatewayOf(sc, mesh)
 	sec := securityOf(sc, mesh)
+	tel := telemetryOf(sc, mesh) // rules/telemetry.go
 	for i := range m.ports {
 		p := &m.ports[i]
 		k := &encode.GatewayListenerKey{
@@ -250,7 +251,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			RequestAuthn: sec.ra,
 
 			PathNormalization: mesh.PathNormalization,
-			Stats:             mesh.Stats,
+			Telemetry:         tel,
 			TLSDefaults:       mesh.TLSDefaults,
 		}
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {

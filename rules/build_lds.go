@@ -40,6 +40,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	b.view = routeViewOf(sc, mesh)
 	b.names, b.wildcard = names, wildcard
 	b.outbound()
+	tel := telemetryOf(sc, mesh) // rules/telemetry.go
 	var err error
 	for i := range b.groups {
 		g := &b.groups[i]
@@ -51,7 +52,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			EgressCluster:            sc.egressProxyCluster(mesh),
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
-			Stats:                    mesh.Stats,
+			Telemetry:                tel,
 			Bind:                     addrString(g.bind),
 			Port:                     g.port,
 			EgressPort:               g.opts.egress,
@@ -67,7 +68,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		}
 	}
 	if b.wanted(encode.VirtualOutboundListenerName) {
-		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6, Stats: mesh.Stats}
+		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6, Telemetry: tel}
 		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualOutboundGen); err != nil {
 			return dst, err
 		}
@@ -79,7 +80,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			IPv6:                     sc.Class.IPv6,
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
-			Stats:                    mesh.Stats,
+			Telemetry:                tel,
 			Instances:                inboundInstances(sc, sec),
 			MTLS:                     sec.mtls,
 			PassthroughPorts:         sec.passthroughPorts(sc),
