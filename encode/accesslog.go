@@ -129,7 +129,7 @@ func (a *AccessLog) hashInto(h *Hasher) {
 // listener (true: with the NR filter). nil when t logs nothing there.
 func (t *Telemetry) accessLogs(s listenerSide, onListener bool) []*accesslog.AccessLog {
 	ts := t.side(s)
-	if ts == nil || len(ts.Logs) == 0 {
+	if ts == nil || len(ts.Logs) == 0 || onListener && t.NoListenerLogs {
 		return nil
 	}
 	out := make([]*accesslog.AccessLog, 0, len(ts.Logs))

@@ -193,6 +193,8 @@ type Mesh struct {
 	// accessLogEncoding (nil: no accessLogFile), istiod's fallback where
 	// no Telemetry configures access logging.
 	MeshAccessLog *AccessLog
+	// NoListenerLogs is disableEnvoyListenerLog (Telemetry.NoListenerLogs).
+	NoListenerLogs bool
 
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
@@ -256,6 +258,7 @@ func (m *Mesh) Clone() *Mesh {
 	c.DefaultMetrics = m.DefaultMetrics
 	c.DefaultLogging = m.DefaultLogging
 	c.MeshAccessLog = m.MeshAccessLog
+	c.NoListenerLogs = m.NoListenerLogs
 	c.ExtAuthz = cloneExtAuthz(m.ExtAuthz)
 	return c
 }
@@ -345,6 +348,7 @@ func (m *Mesh) fieldsHash() uint64 {
 	}
 	h.Strs(m.DefaultMetrics)
 	h.Strs(m.DefaultLogging)
+	h.Bool(m.NoListenerLogs)
 	h.Bool(m.MeshAccessLog != nil)
 	if m.MeshAccessLog != nil {
 		m.MeshAccessLog.hashInto(h)

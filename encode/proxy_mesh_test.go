@@ -23,7 +23,7 @@ func TestMeshClone(t *testing.T) {
 		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}, Stats: true,
 		ExtAuthz:  []ExtAuthzProvider{{Name: "authz", Kind: ExtAuthzHTTP, IncludeRequestHeaders: []string{"x-user"}, Body: &ExtAuthzBody{MaxRequestBytes: 1}}},
 		Telemetry: StatsOnly, TelemetryProviders: []TelemetryProvider{{Name: "envoy", Log: &AccessLog{Path: "/dev/stdout"}}},
-		DefaultMetrics: []string{"prometheus"}, DefaultLogging: []string{"envoy"}, MeshAccessLog: &AccessLog{Path: "/dev/stdout"}}
+		DefaultMetrics: []string{"prometheus"}, DefaultLogging: []string{"envoy"}, MeshAccessLog: &AccessLog{Path: "/dev/stdout"}, NoListenerLogs: true}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -88,6 +88,7 @@ func TestMeshListenerFieldsHash(t *testing.T) {
 		"DefaultMetrics":                 func(m *Mesh) { m.DefaultMetrics = []string{"prometheus"} },
 		"DefaultLogging":                 func(m *Mesh) { m.DefaultLogging = []string{"envoy"} },
 		"MeshAccessLog":                  func(m *Mesh) { m.MeshAccessLog = &AccessLog{Path: "/dev/stdout"} },
+		"NoListenerLogs":                 func(m *Mesh) { m.NoListenerLogs = true },
 		"MeshAccessLog.Text":             func(m *Mesh) { m.MeshAccessLog = &AccessLog{Path: "/dev/stdout", Text: "x\n"} },
 	} {
 		m := base.Clone()

@@ -31,6 +31,9 @@ const statsFilterName = "istio.stats"
 // inbound, mode SERVER). Immutable once a key holds it.
 type Telemetry struct {
 	Client, Server TelemetrySide
+	// NoListenerLogs is the mesh config's disableEnvoyListenerLog: no
+	// listener-level access logs (the chains' stay).
+	NoListenerLogs bool
 }
 
 // TelemetrySide is the telemetry of one listener class.
@@ -69,6 +72,7 @@ func (t *Telemetry) hashInto(h *Hasher) {
 		return
 	}
 	h.Bool(true)
+	h.Bool(t.NoListenerLogs)
 	for _, s := range [...]*TelemetrySide{&t.Client, &t.Server} {
 		h.Bool(s.Stats)
 		h.U64(uint64(s.TCPReportingInterval))

@@ -35,6 +35,10 @@
 // pilotfish does not implement (docs/mesh-config.md). Its default metrics
 // providers reach encode.Mesh.Stats through applyTelemetryMesh
 // (mesh_telemetry.go): the istio.stats filters istiod's chart turns on.
+// Its access log settings (accessLogFile, accessLogFormat,
+// accessLogEncoding, defaultProviders.accessLogging) and the extension
+// providers Telemetry resources name reach encode.Mesh through
+// applyAccessLogMesh (mesh_accesslog.go; docs/telemetry.md).
 // Its ext_authz extensionProviders reach encode.Mesh through applyExtAuthzMesh
 // (mesh_extauthz.go), which keeps an invalid provider with its reason, as
 // istiod, rather than refuse the mesh config (docs/security.md).

@@ -29,12 +29,13 @@ func applyAccessLogMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) {
 	}
 	m.DefaultMetrics = slices.Clone(cfg.GetDefaultProviders().GetMetrics())
 	m.DefaultLogging = slices.Clone(cfg.GetDefaultProviders().GetAccessLogging())
+	m.NoListenerLogs = cfg.GetDisableEnvoyListenerLog()
 	side := encode.TelemetrySide{Stats: m.Stats, Logs: DefaultLogs(m)}
 	if !side.Stats && len(side.Logs) == 0 {
 		m.Telemetry = nil
 		return
 	}
-	m.Telemetry = &encode.Telemetry{Client: side, Server: side}
+	m.Telemetry = &encode.Telemetry{Client: side, Server: side, NoListenerLogs: m.NoListenerLogs}
 }
 
 // DefaultLogs are the access logs of a proxy no Telemetry's accessLogging

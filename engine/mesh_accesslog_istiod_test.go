@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
@@ -186,5 +187,52 @@ func TestTelemetryAccessLogMatchesIstiod(t *testing.T) {
 	off.TelemetryProviders = nil
 	if d, _ := telemetryFieldDiffs(t, c, off); len(d) < logs {
 		t.Errorf("without providers, %d fields differ; want at least the %d logs", len(d), logs)
+	}
+}
+
+// TestMeshListenerLogDisabled: disableEnvoyListenerLog on the
+// accesslog-mesh case drops the listener-level loggers (virtualOutbound,
+// virtualInbound, the gateway's listeners), as istiod's
+// setListenerAccessLog returns early, and leaves every chain's as istiod
+// sends them.
+func TestMeshListenerLogDisabled(t *testing.T) {
+	c := loadMeshCase(t, "accesslog-mesh")
+	cfg, err := inject.ParseMesh(append(append([]byte{}, c.Mesh...), "\ndisableEnvoyListenerLog: true\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MeshSettings{Config: cfg}.Mesh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, _ := telemetryFieldDiffs(t, c, m)
+	listenerLogs := 0
+	for _, d := range diffs {
+		if !strings.Contains(d, " listener accessLog\n got \nwant ") {
+			t.Error(d)
+			continue
+		}
+		listenerLogs++
+	}
+	if listenerLogs != 4 {
+		t.Errorf("%d listener-level loggers dropped; want the case's 4 (virtualOutbound, virtualInbound, two gateway listeners)", listenerLogs)
+	}
+}
+
+// TestTelemetryOverridesMatchesIstiod: metrics disabled for SERVER at the
+// root and enabled again for one metric, tag overrides and a CLIENT drop
+// at the namespace, a reportingInterval and a SERVER-only text logger at
+// the workload; text (with req_without_query) and JSON (omitEmptyValues)
+// file providers: the same loggers and istio.stats configs as istiod on a
+// sidecar and a gateway.
+func TestTelemetryOverridesMatchesIstiod(t *testing.T) {
+	c := loadMeshCase(t, "telemetry-overrides")
+	m := telemetryCaseMesh(t, c)
+	diffs, logs := telemetryFieldDiffs(t, c, m)
+	if logs < 15 {
+		t.Fatalf("istiod's dumps hold %d access logs; want the case's 15 or more", logs)
+	}
+	for _, d := range diffs {
+		t.Error(d)
 	}
 }

@@ -94,7 +94,7 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.access_log_format":               honoured(meshAccessLogTest),
 	"istio.mesh.v1alpha1.MeshConfig.access_log_encoding":             honoured(meshAccessLogTest),
 	"istio.mesh.v1alpha1.MeshConfig.enable_envoy_access_log_service": unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.disable_envoy_listener_log":      unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.disable_envoy_listener_log":      honoured("engine.TestMeshListenerLogDisabled"),
 	"istio.mesh.v1alpha1.MeshConfig.default_config": partial("inject.TestCorpusMatchesIstioctl",
 		"given to proxies by sidecar injection (PROXY_CONFIG, which istio-agent applies), as istiod's injector does; "+
 			"the control plane reads a proxy's settings from its node metadata").whole(),

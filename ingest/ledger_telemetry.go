@@ -33,10 +33,9 @@ var telemetryLedger = ledgerTable{
 
 	// The mesh config's access log providers, as Telemetry names them
 	// (engine/mesh_accesslog.go).
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.path":       honoured(telemetryTest),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.log_format": honoured(telemetryTest),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.omit_empty_values": partial(telemetryTest,
-		"set on the logger's format as istiod does; the istiod case does not set it"),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.path":                                honoured(telemetryTest),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.log_format":                          honoured(telemetryTest),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.omit_empty_values":                   honoured("engine.TestTelemetryOverridesMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyHttpGrpcV3LogProvider.service":                             partialNote(alsService),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyHttpGrpcV3LogProvider.port":                                honoured(telemetryTest),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyHttpGrpcV3LogProvider.log_name":                            honoured(telemetryTest),
@@ -54,12 +53,11 @@ var telemetryLedger = ledgerTable{
 	"istio.telemetry.v1alpha1.MetricsOverrides.tag_overrides":                                                         honoured(telemetryTest),
 	"istio.telemetry.v1alpha1.AccessLogging.LogSelector.mode":                                                         honoured(telemetryTest),
 	"istio.telemetry.v1alpha1.AccessLogging.Filter.expression":                                                        honoured(telemetryTest),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.LogFormat.text": partial(telemetryTest,
-		"a text format (a newline added) as istiod writes it; the istiod case sets labels only"),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.LogFormat.labels": honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.MetricSelector.metric":                                               honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.MetricSelector.custom_metric":                                        honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.MetricSelector.mode":                                                 honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.MetricsOverrides.TagOverride.operation":                              honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.MetricsOverrides.TagOverride.value":                                  honoured(telemetryTest),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.LogFormat.text":                      honoured("engine.TestTelemetryOverridesMatchesIstiod"),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyFileAccessLogProvider.LogFormat.labels":                    honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.MetricSelector.metric":                                                                  honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.MetricSelector.custom_metric":                                                           honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.MetricSelector.mode":                                                                    honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.MetricsOverrides.TagOverride.operation":                                                 honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.MetricsOverrides.TagOverride.value":                                                     honoured(telemetryTest),
 }

@@ -1,6 +1,10 @@
 package ingest_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pilotfish-mesh/pilotfish/ingest"
+)
 
 func tel(spec string) string {
 	return "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: t, namespace: shop}\nspec:\n  " +
@@ -32,5 +36,19 @@ func TestValidateTelemetry(t *testing.T) {
 		{"sampling range", tel("tracing: [{randomSamplingPercentage: 101}]"), "spec.tracing[0].randomSamplingPercentage: must be in range [0.0, 100.0]"},
 		{"selector or targetRefs", tel("selector: {matchLabels: {app: a}}\ntargetRefs: [{kind: Gateway, group: gateway.networking.k8s.io, name: a}]"), "spec: set only one of selector, targetRef and targetRefs"},
 		{"selector labels", tel("selector: {matchLabels: {app: 'a*'}}"), "spec.selector.matchLabels[app]: wildcard is not supported in a selector"},
+	})
+}
+
+// FuzzTelemetry: any Telemetry spec decodes and validates without a panic.
+func FuzzTelemetry(f *testing.F) {
+	f.Add("accessLogging: [{filter: {expression: \"a('(' == x[0]\"}}]")
+	f.Add("metrics: [{overrides: [{match: {customMetric: ''}, tagOverrides: {'': {}}}]}]")
+	f.Add("tracing: [{customTags: {a: {}}}]")
+	f.Fuzz(func(t *testing.T, spec string) {
+		objs, errs := ingest.Decode("t.yaml", []byte(tel(spec)))
+		_ = errs
+		for i := range objs {
+			_ = ingest.Validate(&objs[i])
+		}
 	})
 }

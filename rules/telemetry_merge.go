@@ -24,7 +24,7 @@ func mergeTelemetry(specs []*telemetry.Telemetry, mesh *encode.Mesh) *encode.Tel
 		}
 	}
 	mm := mergeMetrics(metrics, mesh)
-	t := &encode.Telemetry{}
+	t := &encode.Telemetry{NoListenerLogs: mesh.NoListenerLogs}
 	for i, mode := range [...]telemetry.WorkloadMode{telemetry.WorkloadMode_CLIENT, telemetry.WorkloadMode_SERVER} {
 		side := &t.Client
 		if i == 1 {
