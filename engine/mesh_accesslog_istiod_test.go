@@ -236,3 +236,77 @@ func TestTelemetryOverridesMatchesIstiod(t *testing.T) {
 		t.Error(d)
 	}
 }
+
+// TestTelemetrySharedListeners: with the accesslog-telemetry case's
+// Telemetries, a second sidecar of web's workload (another pod, same
+// labels) gets every listener from the cache (no listener is encoded for
+// it), and a namespace no Telemetry beyond the root's reaches keeps
+// listeners equal, byte for byte, to those of another sidecar there.
+func TestTelemetrySharedListeners(t *testing.T) {
+	c := loadMeshCase(t, "accesslog-telemetry")
+	m := telemetryCaseMesh(t, c)
+	sm := scenario.NewMesh()
+	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
+		t.Fatal(err)
+	}
+	cache := encode.NewCache()
+	e := New(sm.W, Options{Mesh: m, Cache: cache})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lds := func(id, ns string, labels map[string]any) map[string]string {
+		t.Helper()
+		md, err := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "LABELS": labels, "INSTANCE_IPS": strings.Split(id, "~")[1], "ISTIO_VERSION": "1.31.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: md}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, r := range rs {
+			out[r.Name] = string(r.Any)
+		}
+		return out
+	}
+	misses := func() uint64 {
+		for _, s := range cache.Stats() {
+			if s.Kind == encode.KindListener.String() {
+				return s.Misses
+			}
+		}
+		return 0
+	}
+	web := map[string]any{"app": "web", "version": "v1"}
+	first := lds("sidecar~10.1.62.5~web-v1-7d9c.altel~altel.svc.cluster.local", "altel", web)
+	before := misses()
+	second := lds("sidecar~10.1.62.5~web-v1-8e0d.altel~altel.svc.cluster.local", "altel", web)
+	if n := misses() - before; n != 0 {
+		t.Errorf("a second sidecar of web's class encoded %d listeners; want every one from the cache", n)
+	}
+	for name, b := range first {
+		if second[name] != b {
+			t.Errorf("listener %s differs between two sidecars of one class", name)
+		}
+	}
+	if !strings.Contains(first["virtualInbound"], "envoy.tcp_grpc_access_log") {
+		t.Fatal("web's virtualInbound lacks the namespace's tcp ALS logger: the Telemetries do not apply")
+	}
+	// Two sidecars of altel2 without the batch label: the root Telemetry
+	// only, so their listeners are one encoding.
+	x := lds("sidecar~10.1.62.30~x-1.altel2~altel2.svc.cluster.local", "altel2", map[string]any{"app": "x"})
+	y := lds("sidecar~10.1.62.31~y-1.altel2~altel2.svc.cluster.local", "altel2", map[string]any{"app": "y"})
+	for name, b := range x {
+		if y[name] != b {
+			t.Errorf("listener %s differs between two sidecars the same Telemetries reach", name)
+		}
+	}
+	if x["virtualOutbound"] == first["virtualOutbound"] {
+		t.Error("altel2's virtualOutbound equals altel's, though altel's namespace Telemetry adds loggers")
+	}
+}
