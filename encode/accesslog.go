@@ -31,6 +31,9 @@ const (
 	AccessLogHTTPGRPC
 	// AccessLogTCPGRPC is envoy.tcp_grpc_access_log (envoyTcpAls).
 	AccessLogTCPGRPC
+	// AccessLogOTel is envoy.access_loggers.open_telemetry (envoyOtelAls):
+	// Text is its body format, JSON its labels (attributes).
+	AccessLogOTel
 )
 
 // AccessLog is one access logger, as values.
@@ -198,6 +201,10 @@ func (a *AccessLog) proto(onListener bool) *accesslog.AccessLog {
 		out.ConfigType = &accesslog.AccessLog_TypedConfig{TypedConfig: rtAny(&grpcaccesslog.TcpGrpcAccessLogConfig{
 			CommonConfig: a.grpcCommon(),
 		})}
+	case AccessLogOTel:
+		if !a.otelProto(out) { // accesslog_otel.go
+			return nil
+		}
 	default:
 		return nil
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
@@ -13,7 +12,7 @@ import (
 // JSON (istiod's default labels when the format does not parse), the
 // built-in envoy provider taking the mesh's format, gRPC providers'
 // clusters from "namespace/host" or "host", defaultProviders.accessLogging
-// before accessLogFile, and OpenTelemetry refused with a reason.
+// before accessLogFile, and OpenTelemetry's defaults.
 func TestApplyAccessLogMesh(t *testing.T) {
 	mesh := func(y string) *encode.Mesh {
 		t.Helper()
@@ -65,8 +64,8 @@ extensionProviders:
 				t.Errorf("http ALS provider: %+v", p.Log)
 			}
 		case "otel":
-			if p.Log != nil || !strings.Contains(p.Unsupported, "OpenTelemetry") {
-				t.Errorf("otel provider: %+v", p)
+			if p.Log == nil || p.Log.Kind != encode.AccessLogOTel || p.Log.LogName != "otel_envoy_accesslog" || p.Log.Text != encode.DefaultAccessLogText {
+				t.Errorf("otel provider: %+v", p.Log)
 			}
 		}
 	}

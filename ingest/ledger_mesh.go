@@ -136,7 +136,7 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_file_access_log": honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_http_als":        honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_tcp_als":         honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_otel_als":        unsupported("OpenTelemetry access logging needs go.opentelemetry.io/proto/otlp, which pilotfish does not link; a Telemetry naming this provider logs nothing to it"),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_otel_als":        honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.sds":                   unsupported("pilotfish's SDS serves its CA's certificates and Kubernetes Secrets only"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_ext_authz_http":  honouredNote("engine.TestExtAuthzMatchesIstiod", "AuthorizationPolicy CUSTOM as istiod (also engine.TestApplyExtAuthzMesh)").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_ext_authz_grpc":  honouredNote("engine.TestExtAuthzMatchesIstiod", "AuthorizationPolicy CUSTOM as istiod (also engine.TestApplyExtAuthzMesh)").whole(),

@@ -60,4 +60,10 @@ var telemetryLedger = ledgerTable{
 	"istio.telemetry.v1alpha1.MetricSelector.mode":                                                                    honoured(telemetryTest),
 	"istio.telemetry.v1alpha1.MetricsOverrides.TagOverride.operation":                                                 honoured(telemetryTest),
 	"istio.telemetry.v1alpha1.MetricsOverrides.TagOverride.value":                                                     honoured(telemetryTest),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyOpenTelemetryLogProvider.service":                          partialNote(alsService),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyOpenTelemetryLogProvider.port":                             honoured(telemetryTest),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyOpenTelemetryLogProvider.log_name":                         partial(telemetryTest, notInCase),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyOpenTelemetryLogProvider.log_format":                       honoured(telemetryTest),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyOpenTelemetryLogProvider.LogFormat.text":                   honoured(telemetryTest),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.EnvoyOpenTelemetryLogProvider.LogFormat.labels":                 honoured(telemetryTest),
 }
