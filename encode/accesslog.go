@@ -93,13 +93,10 @@ type TelemetryProvider struct {
 	Name string
 	// Prometheus: a metrics provider (istio.stats).
 	Prometheus bool
-	// Log is the access logger of an envoyFileAccessLog, envoyHttpAls or
-	// envoyTcpAls provider; nil for other kinds or when its service is
-	// not found (istiod then logs nothing for it either).
+	// Log is the access logger of an envoyFileAccessLog, envoyHttpAls,
+	// envoyTcpAls or envoyOtelAls provider; nil for other kinds, which
+	// write no access log in istiod either.
 	Log *AccessLog
-	// Unsupported says why pilotfish ignores a provider kind istiod would
-	// act on ("" none).
-	Unsupported string
 }
 
 func (p *TelemetryProvider) hashInto(h *Hasher) {
@@ -109,7 +106,6 @@ func (p *TelemetryProvider) hashInto(h *Hasher) {
 	if p.Log != nil {
 		p.Log.hashInto(h)
 	}
-	h.Str(p.Unsupported)
 }
 
 func (a *AccessLog) hashInto(h *Hasher) {

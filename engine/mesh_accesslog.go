@@ -155,8 +155,6 @@ func telemetryProvider(ep *meshv1alpha1.MeshConfig_ExtensionProvider, cfg *meshv
 			l.JSON = structJSON(labels)
 		}
 		p.Log = &l
-	case *meshv1alpha1.MeshConfig_ExtensionProvider_Stackdriver:
-		p.Unsupported = "stackdriver metrics and logs are not implemented"
 	}
 	return p
 }
