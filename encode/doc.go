@@ -52,6 +52,12 @@
 // RequireTLS included. Verify mode checks each direct encoding against its
 // reference; tests compare their bytes with proto.Marshal's.
 //
+// # Telemetry
+//
+// A listener key's Telemetry (telemetry.go) is the class's istio.stats
+// settings and access loggers (accesslog.go, accesslog_otel.go) as values;
+// nil is none. Only listeners hold it (docs/telemetry.md).
+//
 // # Imports
 //
 // encode may import the row types of index and its read-only index.Names,

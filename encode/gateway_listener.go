@@ -34,8 +34,8 @@ type GatewayListenerKey struct {
 	RequestAuthn JWTRules
 	// PathNormalization is the mesh's (meshConfig pathNormalization).
 	PathNormalization PathNormalization
-	// Stats adds istio.stats to every chain (Mesh.Stats).
-	Stats bool
+	// Telemetry is the class's stats filter and access logs (nil: none).
+	Telemetry *Telemetry
 	// Tracing is the HTTP servers' tracing (client side, as istiod's
 	// gateway class).
 	Tracing Tracing
@@ -68,7 +68,7 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	k.Authz.hashInto(&h)
 	k.RequestAuthn.hashInto(&h)
 	h.U32(uint32(k.PathNormalization))
-	h.Bool(k.Stats)
+	k.Telemetry.hashInto(&h)
 	k.Tracing.hashInto(&h)
 	k.TLSDefaults.hashInto(&h)
 	k.Wasm.hash(&h)
@@ -155,6 +155,7 @@ func gatewayListener(k gwlIn) (string, *listener.Listener, []gwChain, *gwHCMPart
 		Name:             name,
 		Address:          lsAddress(k.bind(), k.Port),
 		TrafficDirection: core.TrafficDirection_OUTBOUND,
+		AccessLog:        k.Telemetry.accessLogs(sideGateway, true),
 	}
 	var chains []gwChain
 	httpDone := false
@@ -282,7 +283,8 @@ func sniNames(hosts []string) []string {
 // come from RDS.
 func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
 	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds, path: k.PathNormalization, tracing: &k.Tracing})
-	h.HttpFilters = gatewayHTTPFilters(statsHTTP(k.Stats, true))
+	h.HttpFilters = gatewayHTTPFilters(k.Telemetry.statsHTTP(sideGateway))
+	h.AccessLog = k.Telemetry.accessLogs(sideGateway, false)
 	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h, k.Port)
 	h.UseRemoteAddress = wrapperspb.Bool(true)
 	h.ServerName = "istio-envoy"

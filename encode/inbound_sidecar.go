@@ -165,7 +165,7 @@ func (k viIn) ingressChains(in *networking.IstioIngressListener, sec *inboundSec
 				inbound:     true,
 				protocol:    proto,
 				path:        k.PathNormalization,
-				stats:       k.Stats,
+				tel:         k.Telemetry,
 				tracing:     &k.Tracing,
 				routeConfig: inboundRouteConfig(cluster, port, host, port, proto),
 			}), port))
@@ -242,6 +242,7 @@ func SidecarIngressListener(n index.Names, k *SidecarIngressListenerKey) (string
 		ContinueOnListenerFiltersTimeout:     true,
 		MaxConnectionsToAcceptPerSocketEvent: wrapperspb.UInt32(1),
 		ListenerFiltersTimeout:               durationpb.New(vk.ProtocolDetectionTimeout),
+		AccessLog:                            vk.Telemetry.accessLogs(sideInbound, true),
 	}
 	// The inspectors as on virtualInbound, less original_dst.
 	if lf := inboundListenerFilters(chains); len(lf) > 1 {

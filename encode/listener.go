@@ -39,8 +39,8 @@ type OutboundListenerKey struct {
 	ProtocolDetectionTimeout time.Duration
 	// PathNormalization is the mesh's (meshConfig pathNormalization).
 	PathNormalization PathNormalization
-	// Stats adds istio.stats to every chain (Mesh.Stats).
-	Stats bool
+	// Telemetry is the class's stats filter and access logs (nil: none).
+	Telemetry *Telemetry
 	// Tracing is the HTTP chains' tracing (client side).
 	Tracing Tracing
 	// Bind is the listener's address: a wildcard ("0.0.0.0", "::"), a VIP,
@@ -90,7 +90,7 @@ func (k *OutboundListenerKey) Hash() uint64 {
 	h.Str(k.EgressCluster)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.U32(uint32(k.PathNormalization))
-	h.Bool(k.Stats)
+	k.Telemetry.hashInto(&h)
 	k.Tracing.hashInto(&h)
 	h.Str(k.Bind)
 	h.U32(k.Port)
@@ -383,7 +383,7 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 			o := *c.http
 			o.statPrefix = "outbound_" + name + ";"
 			o.path = k.PathNormalization
-			o.stats = k.Stats
+			o.tel = k.Telemetry
 			o.wasm = k.Wasm
 			o.tracing = &k.Tracing
 			fc.Filters = []*listener.Filter{lsHCMFilter(lsHCM(o))}
@@ -395,7 +395,7 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 			if k.Wasm.hasNet(k.Port) {
 				filters = append(k.Wasm.netAround(nil, k.Port, nil, nil), filters...)
 			}
-			fc.Filters = withStatsTCP(k.Stats, false, filters)
+			fc.Filters = withTelemetryTCP(k.Telemetry, sideOutbound, true, filters)
 		}
 		if c.matchAll() {
 			def = fc
@@ -413,7 +413,7 @@ func (k olIn) build(e *lsEntry) *listener.Listener {
 		l.DefaultFilterChain = &listener.FilterChain{
 			FilterChainMatch: &listener.FilterChainMatch{},
 			Name:             "PassthroughFilterChain",
-			Filters:          withStatsTCP(k.Stats, false, []*listener.Filter{k.fallthroughFilter()}),
+			Filters:          withTelemetryTCP(k.Telemetry, sideOutbound, true, []*listener.Filter{k.fallthroughFilter()}),
 		}
 	}
 	return l

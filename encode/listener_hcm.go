@@ -35,8 +35,8 @@ type hcmOpts struct {
 	protocol    index.Protocol
 	// path is the mesh's path normalization.
 	path PathNormalization
-	// stats adds istio.stats (Mesh.Stats).
-	stats bool
+	// tel adds istio.stats and access logs (inbound: the server side).
+	tel *Telemetry
 	// wasm are an outbound HCM's WasmPlugin filter references (the
 	// listener's port already chosen: every one applies), after metadata
 	// exchange; inbound ones are placed by inboundSecurity.withHTTP.
@@ -65,7 +65,8 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 	}
 	grpcWeb := o.protocol == index.ProtocolGRPCWeb
 	if o.inbound {
-		h.HttpFilters = sidecarInboundHTTPFilters(grpcWeb, statsHTTP(o.stats, true))
+		h.HttpFilters = sidecarInboundHTTPFilters(grpcWeb, o.tel.statsHTTP(sideInbound))
+		h.AccessLog = o.tel.accessLogs(sideInbound, false)
 		h.ServerName = "istio-envoy"
 		h.ForwardClientCertDetails = hcm.HttpConnectionManager_APPEND_FORWARD
 		h.SetCurrentClientCertDetails = &hcm.HttpConnectionManager_SetCurrentClientCertDetails{
@@ -75,7 +76,8 @@ func lsHCM(o hcmOpts) *hcm.HttpConnectionManager {
 			h.Http2ProtocolOptions = &core.Http2ProtocolOptions{}
 		}
 	} else {
-		h.HttpFilters = sidecarOutboundHTTPFilters(grpcWeb, statsHTTP(o.stats, false))
+		h.HttpFilters = sidecarOutboundHTTPFilters(grpcWeb, o.tel.statsHTTP(sideOutbound))
+		h.AccessLog = o.tel.accessLogs(sideOutbound, false)
 		if len(o.wasm) > 0 {
 			h.HttpFilters = (&inboundSecurity{wasm: o.wasm}).withHTTP(h, 0).HttpFilters
 		}

@@ -60,8 +60,8 @@ func inboundOpts(c lsClass, m ServiceMTLS) []inboundOpt {
 type inboundSecurity struct {
 	http []*hcm.HttpFilter  // jwt_authn, then RBAC, after metadata exchange
 	net  []*listener.Filter // RBAC, before tcp_proxy
-	// stats adds istio.stats before tcp_proxy (Mesh.Stats).
-	stats bool
+	// tel adds istio.stats before tcp_proxy and its access logs.
+	tel *Telemetry
 	// wasm are the plugins' filter references; with any, the chains are
 	// built from the parts below instead of http and net.
 	wasm                WasmFilters
@@ -71,7 +71,7 @@ type inboundSecurity struct {
 }
 
 func (k viIn) security() *inboundSecurity {
-	s := &inboundSecurity{stats: k.Stats, http: customHTTPFilters(k.names, &k.Authz)}
+	s := &inboundSecurity{tel: k.Telemetry, http: customHTTPFilters(k.names, &k.Authz)}
 	if f := jwtFilter(&k.RequestAuthn, false); f != nil {
 		s.http = append(s.http, f)
 	}
@@ -126,10 +126,7 @@ func (s *inboundSecurity) tcp(proxy *listener.Filter, port uint32) []*listener.F
 	} else {
 		out = append(out, s.net...)
 	}
-	if s.stats {
-		out = append(out, nfStatsServer)
-	}
-	return append(out, proxy)
+	return withTelemetryTCP(s.tel, sideInbound, true, append(out, proxy))
 }
 
 // securityHTTPFilters are a router's jwt_authn and RBAC filters for its
@@ -151,22 +148,13 @@ func (k gwlIn) securityHTTPFilters() []*hcm.HttpFilter {
 func (k gwlIn) tcpFilters(proxy *listener.Filter) []*listener.Filter {
 	if len(k.Wasm) > 0 {
 		out := k.Wasm.netAround(nil, k.Port, customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz))
-		if k.Stats {
-			out = append(out, nfStatsServer)
-		}
-		return append(out, proxy)
+		return withTelemetryTCP(k.Telemetry, sideGateway, true, append(out, proxy))
 	}
 	if k.Authz.Empty() {
-		if k.Stats {
-			return []*listener.Filter{nfStatsServer, proxy}
-		}
-		return []*listener.Filter{proxy}
+		return withTelemetryTCP(k.Telemetry, sideGateway, true, []*listener.Filter{proxy})
 	}
 	out := append(customTCPFilters(k.names, &k.Authz), authzTCPFilters(k.names, &k.Authz)...)
-	if k.Stats {
-		out = append(out, nfStatsServer)
-	}
-	return append(out, proxy)
+	return withTelemetryTCP(k.Telemetry, sideGateway, true, append(out, proxy))
 }
 
 // httpFilters are a router's HTTP chain's network filters: the plugins'

@@ -42,8 +42,8 @@ type VirtualOutboundKey struct {
 	// outboundTrafficPolicy.egressProxy).
 	EgressCluster string
 	IPv6          bool
-	// Stats adds istio.stats to both chains (Mesh.Stats).
-	Stats bool
+	// Telemetry is the class's stats filter and access logs (nil: none).
+	Telemetry *Telemetry
 }
 
 // Hash feeds every field.
@@ -52,7 +52,7 @@ func (k *VirtualOutboundKey) Hash() uint64 {
 	h.Bool(k.OutboundAllowAny)
 	h.Str(k.EgressCluster)
 	h.Bool(k.IPv6)
-	h.Bool(k.Stats)
+	k.Telemetry.hashInto(&h)
 	return h.Sum()
 }
 
@@ -75,13 +75,14 @@ func VirtualOutboundListener(_ index.Names, k *VirtualOutboundKey) (string, prot
 			{
 				Name:             "virtualOutbound-blackhole",
 				FilterChainMatch: &listener.FilterChainMatch{DestinationPort: wrapperspb.UInt32(virtualOutboundPort)},
-				Filters:          withStatsTCP(k.Stats, false, []*listener.Filter{lsTCPProxy(blackholeCluster, blackholeCluster)}),
+				Filters:          withTelemetryTCP(k.Telemetry, sideOutbound, false, []*listener.Filter{lsTCPProxy(blackholeCluster, blackholeCluster)}),
 			},
 			{
 				Name:    "virtualOutbound-catchall-tcp",
-				Filters: withStatsTCP(k.Stats, false, []*listener.Filter{lsTCPProxy(catchAll, catchAll)}),
+				Filters: withTelemetryTCP(k.Telemetry, sideOutbound, true, []*listener.Filter{lsTCPProxy(catchAll, catchAll)}),
 			},
 		},
+		AccessLog:                            k.Telemetry.accessLogs(sideOutbound, true),
 		TrafficDirection:                     core.TrafficDirection_OUTBOUND,
 		MaxConnectionsToAcceptPerSocketEvent: wrapperspb.UInt32(1),
 	}
@@ -115,8 +116,8 @@ type VirtualInboundKey struct {
 	ProtocolDetectionTimeout time.Duration
 	// PathNormalization is the mesh's (meshConfig pathNormalization).
 	PathNormalization PathNormalization
-	// Stats adds istio.stats to every chain (Mesh.Stats).
-	Stats bool
+	// Telemetry is the class's stats filter and access logs (nil: none).
+	Telemetry *Telemetry
 	// Tracing is the HTTP chains' tracing (server side).
 	Tracing Tracing
 	// Instances are sorted by target port.
@@ -158,7 +159,7 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	h.Bool(k.IPv6)
 	h.U64(uint64(k.ProtocolDetectionTimeout))
 	h.U32(uint32(k.PathNormalization))
-	h.Bool(k.Stats)
+	k.Telemetry.hashInto(&h)
 	k.Tracing.hashInto(&h)
 	h.Int(len(k.Instances))
 	for i := range k.Instances {
@@ -232,7 +233,7 @@ func VirtualInboundListener(n index.Names, key *VirtualInboundKey) (string, prot
 	chains := []*listener.FilterChain{{
 		Name:             "virtualInbound-blackhole",
 		FilterChainMatch: &listener.FilterChainMatch{DestinationPort: wrapperspb.UInt32(virtualInboundPort)},
-		Filters:          withStatsTCP(k.Stats, true, []*listener.Filter{nfMxTCP, lsTCPProxy(blackholeCluster, blackholeCluster)}),
+		Filters:          withTelemetryTCP(k.Telemetry, sideInbound, false, []*listener.Filter{nfMxTCP, lsTCPProxy(blackholeCluster, blackholeCluster)}),
 	}}
 	sec := k.security()
 	// Passthrough chains, for ports no service declares: workload-wide,
@@ -261,6 +262,7 @@ func VirtualInboundListener(n index.Names, key *VirtualInboundKey) (string, prot
 		Name:                                 VirtualInboundListenerName,
 		Address:                              lsAddress(wildcard, virtualInboundPort),
 		FilterChains:                         chains,
+		AccessLog:                            k.Telemetry.accessLogs(sideInbound, true),
 		TrafficDirection:                     core.TrafficDirection_INBOUND,
 		ContinueOnListenerFiltersTimeout:     true,
 		MaxConnectionsToAcceptPerSocketEvent: wrapperspb.UInt32(1),
@@ -285,7 +287,7 @@ func (k viIn) passthroughChains(chains []*listener.FilterChain, port uint32, m S
 				statPrefix:  inboundPassthroughCluster + ";",
 				inbound:     true,
 				path:        k.PathNormalization,
-				stats:       k.Stats,
+				tel:         k.Telemetry,
 				tracing:     &k.Tracing,
 				routeConfig: inboundRouteConfig(inboundPassthroughCluster, 0, "", 0, index.ProtocolUnknown),
 			}), port))
@@ -331,7 +333,7 @@ func (k viIn) instanceChains(wildcard string, in *InboundInstance, sec *inboundS
 				inbound:     true,
 				protocol:    in.Port.Protocol,
 				path:        k.PathNormalization,
-				stats:       k.Stats,
+				tel:         k.Telemetry,
 				tracing:     &k.Tracing,
 				routeConfig: inboundRouteConfig(cluster, in.Port.Number, host, in.Port.Number, in.Port.Protocol),
 			}), in.TargetPort))

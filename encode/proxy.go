@@ -182,6 +182,24 @@ type Mesh struct {
 	// filter on every HTTP connection manager and TCP chain of sidecars and
 	// gateways (encode/telemetry.go).
 	Stats bool
+	// Telemetry is the telemetry of a proxy no Telemetry resource applies
+	// to (engine/mesh_telemetry.go): Stats and the mesh config's
+	// accessLogFile or defaultProviders.accessLogging. nil: Stats alone
+	// decides (DefaultTelemetry).
+	Telemetry *Telemetry
+	// TelemetryProviders are the mesh config's extensionProviders as
+	// Telemetry resources name them (engine/mesh_accesslog.go), and
+	// DefaultMetrics and DefaultLogging its defaultProviders.metrics and
+	// accessLogging: what rules merge Telemetry resources with.
+	TelemetryProviders []TelemetryProvider
+	DefaultMetrics     []string
+	DefaultLogging     []string
+	// MeshAccessLog is the logger of accessLogFile, accessLogFormat and
+	// accessLogEncoding (nil: no accessLogFile), istiod's fallback where
+	// no Telemetry configures access logging.
+	MeshAccessLog *AccessLog
+	// NoListenerLogs is disableEnvoyListenerLog (Telemetry.NoListenerLogs).
+	NoListenerLogs bool
 
 	// Tracing is the mesh config's tracing (enableTracing, defaultConfig.
 	// tracing, defaultProviders.tracing; engine/mesh_tracing.go), nil for
@@ -194,6 +212,18 @@ type Mesh struct {
 	// of a push's thousands of keys cost a sixth of a warm CDS build. Set
 	// the fields before the mesh is first used; it is immutable after.
 	hash atomic.Uint64
+}
+
+// DefaultTelemetry is the telemetry of proxies no Telemetry resource
+// applies to.
+func (m *Mesh) DefaultTelemetry() *Telemetry {
+	switch {
+	case m.Telemetry != nil:
+		return m.Telemetry
+	case m.Stats:
+		return StatsOnly
+	}
+	return nil
 }
 
 // DefaultMesh returns istiod's defaults.
@@ -235,6 +265,12 @@ func (m *Mesh) Clone() *Mesh {
 	m.cloneClusterFields(c)
 	c.Stats = m.Stats
 	c.Tracing = m.Tracing.clone()
+	c.Telemetry = m.Telemetry // immutable, shared
+	c.TelemetryProviders = m.TelemetryProviders
+	c.DefaultMetrics = m.DefaultMetrics
+	c.DefaultLogging = m.DefaultLogging
+	c.MeshAccessLog = m.MeshAccessLog
+	c.NoListenerLogs = m.NoListenerLogs
 	c.ExtAuthz = cloneExtAuthz(m.ExtAuthz)
 	return c
 }
@@ -318,6 +354,18 @@ func (m *Mesh) fieldsHash() uint64 {
 	h.U32(uint32(m.InboundTrafficPolicy))
 	h.Bool(m.Stats)
 	m.Tracing.hashInto(h)
+	m.Telemetry.hashInto(h)
+	h.Int(len(m.TelemetryProviders))
+	for i := range m.TelemetryProviders {
+		m.TelemetryProviders[i].hashInto(h)
+	}
+	h.Strs(m.DefaultMetrics)
+	h.Strs(m.DefaultLogging)
+	h.Bool(m.NoListenerLogs)
+	h.Bool(m.MeshAccessLog != nil)
+	if m.MeshAccessLog != nil {
+		m.MeshAccessLog.hashInto(h)
+	}
 	for _, l := range [...][]string{m.DefaultServiceExportTo, m.DefaultVirtualServiceExportTo, m.DefaultDestinationRuleExportTo} {
 		h.Bool(l == nil)
 		h.Int(len(l))

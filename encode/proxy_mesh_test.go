@@ -21,8 +21,10 @@ func TestMeshClone(t *testing.T) {
 		TLSDefaults:          TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}},
 		MeshMTLS:             TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true},
 		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}, Stats: true,
-		ExtAuthz: []ExtAuthzProvider{{Name: "authz", Kind: ExtAuthzHTTP, IncludeRequestHeaders: []string{"x-user"}, Body: &ExtAuthzBody{MaxRequestBytes: 1}}},
-		Tracing:  &MeshTracing{Provider: &TraceProvider{Name: "z", Headers: []TraceHeader{{"a", "b"}}}, Sampling: 1, Tags: []TraceTag{{Tag: "t"}}}}
+		ExtAuthz:  []ExtAuthzProvider{{Name: "authz", Kind: ExtAuthzHTTP, IncludeRequestHeaders: []string{"x-user"}, Body: &ExtAuthzBody{MaxRequestBytes: 1}}},
+		Tracing:   &MeshTracing{Provider: &TraceProvider{Name: "z", Headers: []TraceHeader{{"a", "b"}}}, Sampling: 1, Tags: []TraceTag{{Tag: "t"}}},
+		Telemetry: StatsOnly, TelemetryProviders: []TelemetryProvider{{Name: "envoy", Log: &AccessLog{Path: "/dev/stdout"}}},
+		DefaultMetrics: []string{"prometheus"}, DefaultLogging: []string{"envoy"}, MeshAccessLog: &AccessLog{Path: "/dev/stdout"}, NoListenerLogs: true}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
 		if f := mv.Type().Field(i); f.IsExported() && mv.Field(i).IsZero() {
@@ -87,6 +89,13 @@ func TestMeshListenerFieldsHash(t *testing.T) {
 		"DefaultDestinationRuleExportTo": func(m *Mesh) { m.DefaultDestinationRuleExportTo = []string{"."} },
 		"ProtocolDetectionTimeout":       func(m *Mesh) { m.ProtocolDetectionTimeout = time.Second },
 		"Stats":                          func(m *Mesh) { m.Stats = true },
+		"Telemetry":                      func(m *Mesh) { m.Telemetry = StatsOnly },
+		"TelemetryProviders":             func(m *Mesh) { m.TelemetryProviders = []TelemetryProvider{{Name: "p", Prometheus: true}} },
+		"DefaultMetrics":                 func(m *Mesh) { m.DefaultMetrics = []string{"prometheus"} },
+		"DefaultLogging":                 func(m *Mesh) { m.DefaultLogging = []string{"envoy"} },
+		"MeshAccessLog":                  func(m *Mesh) { m.MeshAccessLog = &AccessLog{Path: "/dev/stdout"} },
+		"NoListenerLogs":                 func(m *Mesh) { m.NoListenerLogs = true },
+		"MeshAccessLog.Text":             func(m *Mesh) { m.MeshAccessLog = &AccessLog{Path: "/dev/stdout", Text: "x\n"} },
 	} {
 		m := base.Clone()
 		change(m)

@@ -39,6 +39,10 @@
 // and the tracing providers) reaches encode.Mesh.Tracing through
 // applyTracingMesh (mesh_tracing.go, docs/telemetry.md); a class then holds
 // its proxies' tracing identity (the Istio tags differ per workload).
+// Its access log settings (accessLogFile, accessLogFormat,
+// accessLogEncoding, defaultProviders.accessLogging) and the extension
+// providers Telemetry resources name reach encode.Mesh through
+// applyAccessLogMesh (mesh_accesslog.go; docs/telemetry.md).
 // Its ext_authz extensionProviders reach encode.Mesh through applyExtAuthzMesh
 // (mesh_extauthz.go), which keeps an invalid provider with its reason, as
 // istiod, rather than refuse the mesh config (docs/security.md).

@@ -36,6 +36,7 @@ func applyTelemetryMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) error {
 		return fmt.Errorf("%w: defaultProviders.metrics names %d prometheus providers (%s): want at most one", ErrBadMeshSetting, len(prom), strings.Join(prom, ", "))
 	}
 	m.Stats = len(prom) == 1
+	applyAccessLogMesh(m, cfg) // mesh_accesslog.go
 	return nil
 }
 

@@ -257,7 +257,7 @@ func TestDefaultTelemetryMatchesIstiod(t *testing.T) {
 func TestDefaultTelemetryCaseSeesStats(t *testing.T) {
 	c := loadMeshCase(t, "telemetry-default")
 	m := telemetryCaseMesh(t, c).Clone()
-	m.Stats = false
+	m.Stats, m.Telemetry = false, nil // Telemetry: the stats and logs engine derived
 	diffs, _, statsChains := telemetryDiffs(t, c, m)
 	n := 0
 	for _, d := range diffs {

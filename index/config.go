@@ -34,6 +34,11 @@ const (
 	// CreationTime istiod's tie-break. Rules decide which apply to a proxy
 	// class (rules/wasm.go).
 	ConfigWasmPlugin
+	// ConfigTelemetry is a Telemetry (telemetry.istio.io): Spec the
+	// istio.io/api message, Selector its selector's matchLabels (none: the
+	// namespace's, or with targetRefs a gateway's), CreationTime istiod's
+	// order. Rules merge those of a proxy (rules/telemetry.go).
+	ConfigTelemetry
 	numConfigKinds
 )
 
@@ -49,7 +54,7 @@ const NumConfigKinds = int(numConfigKinds)
 var configKindNames = [...]string{
 	"VirtualService", "DestinationRule", "Gateway", "Sidecar", "ServiceEntry",
 	"WorkloadEntry", "AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication", "Secret", "JWKS",
-	"EnvoyFilter", "WasmPlugin",
+	"EnvoyFilter", "WasmPlugin", "Telemetry",
 }
 
 func (k ConfigKind) String() string {

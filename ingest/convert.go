@@ -177,6 +177,7 @@ var configKinds = map[Kind]index.ConfigKind{
 	KindRequestAuthentication: index.ConfigRequestAuthentication,
 	KindEnvoyFilter:           index.ConfigEnvoyFilter,
 	KindWasmPlugin:            index.ConfigWasmPlugin,
+	KindTelemetry:             index.ConfigTelemetry,
 }
 
 // sym interns s.

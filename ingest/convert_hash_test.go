@@ -57,6 +57,11 @@ var istioBaseSpecs = map[Kind]string{
 	KindWasmPlugin: `{"selector":{"matchLabels":{"app":"reviews"}},"url":"oci://ghcr.io/example/authn:v1","sha256":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		"imagePullPolicy":"Always","imagePullSecret":"pull","pluginConfig":{"a":"b"},"pluginName":"root","phase":"AUTHN","priority":3,
 		"failStrategy":"FAIL_OPEN","vmConfig":{"env":[{"name":"A","value":"b"}]},"match":[{"mode":"SERVER","ports":[{"number":9080}]}],"type":"HTTP"}`,
+	KindTelemetry: `{"selector":{"matchLabels":{"app":"reviews"}},"accessLogging":[{"providers":[{"name":"envoy"}],
+		"filter":{"expression":"response.code >= 400"},"match":{"mode":"SERVER"}}],"metrics":[{"providers":[{"name":"prometheus"}],
+		"reportingInterval":"15s","overrides":[{"match":{"metric":"REQUEST_COUNT","mode":"CLIENT"},
+		"tagOverrides":{"a":{"operation":"UPSERT","value":"b"}}}]}],"tracing":[{"providers":[{"name":"zipkin"}],
+		"randomSamplingPercentage":10,"customTags":{"t":{"literal":{"value":"v"}}}}]}`,
 }
 
 // istioKindList is every Istio kind, in Kind order.

@@ -16,6 +16,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -212,6 +213,9 @@ func istioTyped(k Kind) (runtime.Object, *metav1.ObjectMeta, proto.Message) {
 		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
 	case KindWasmPlugin:
 		o := &extensionsv1alpha1.WasmPlugin{}
+		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
+	case KindTelemetry:
+		o := &telemetryv1.Telemetry{}
 		obj, meta, spec = o, &o.ObjectMeta, &o.Spec
 	case KindAuthorizationPolicy:
 		o := &securityv1.AuthorizationPolicy{}

@@ -7,6 +7,7 @@ import (
 	extensions "istio.io/api/extensions/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
+	telemetry "istio.io/api/telemetry/v1alpha1"
 )
 
 // config puts the config row every Istio object gets (it backs configz and
@@ -58,6 +59,10 @@ func (c *Converter) config(b *index.Batch, o *Object, kind index.ConfigKind, dst
 		selector, hasSelector = envoyFilterRow(&row, ns, o.Meta.Name, s) // convert_envoyfilter.go
 	case *extensions.WasmPlugin:
 		selector, hasSelector = wasmPluginRow(&row, s) // convert_wasmplugin.go
+	case *telemetry.Telemetry:
+		if sel := s.GetSelector(); sel != nil {
+			selector, hasSelector = sel.GetMatchLabels(), true
+		}
 	case *security.AuthorizationPolicy, *security.PeerAuthentication, *security.RequestAuthentication:
 		selector, hasSelector = securityRow(&row, o) // convert_security.go
 	}

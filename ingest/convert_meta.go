@@ -75,7 +75,7 @@ func trimMeta(k Kind, m *metav1.ObjectMeta) metav1.ObjectMeta {
 		ResourceVersion: m.ResourceVersion, Generation: m.Generation,
 		Annotations: keptAnnotations(k, m.Annotations),
 	}
-	if k >= KindServiceEntry && k <= KindRequestAuthentication || k == KindEnvoyFilter || k == KindWasmPlugin {
+	if k >= KindServiceEntry && k <= KindRequestAuthentication || k == KindEnvoyFilter || k == KindWasmPlugin || k == KindTelemetry {
 		out.CreationTimestamp = m.CreationTimestamp // Istio config: precedence
 	}
 	return out

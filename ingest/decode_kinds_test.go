@@ -33,7 +33,6 @@ func TestDecodeKindsNotRead(t *testing.T) {
 		{"ProxyConfig", "networking.istio.io/v1beta1", "ProxyConfig", "", "f.yaml:2: warning: ProxyConfig ns/x: not implemented by pilotfish (networking.istio.io/v1beta1); the object is ignored"},
 		{"WorkloadGroup", "networking.istio.io/v1", "WorkloadGroup", "", "warning: WorkloadGroup ns/x: not implemented"},
 		{"ProxyConfig", "networking.istio.io/v1beta1", "ProxyConfig", "", "warning: ProxyConfig ns/x: not implemented"},
-		{"Telemetry", "telemetry.istio.io/v1", "Telemetry", "", "warning: Telemetry ns/x: not implemented"},
 		{"HTTPRoute", "gateway.networking.k8s.io/v1", "HTTPRoute", "", "warning: HTTPRoute ns/x: not implemented"},
 		{"Gateway API Gateway", "gateway.networking.k8s.io/v1", "Gateway", "", "warning: Gateway ns/x: not implemented"},
 		{"misspelled Gateway API kind", "gateway.networking.k8s.io/v1", "HTTPRoutes", `(did you mean "HTTPRoute"?)`, ""},

@@ -113,8 +113,8 @@ items:
 kind: ConfigMap
 metadata: {name: x}
 ---
-apiVersion: telemetry.istio.io/v1
-kind: Telemetry
+apiVersion: apps/v1
+kind: Deployment
 metadata: {name: x}
 ---
 apiVersion: serving.knative.dev/v1

@@ -36,6 +36,12 @@
 // the field ledger says in one warning per EnvoyFilter whether their
 // patches reach proxies (ledger_envoyfilter.go; docs/envoyfilter-design.md).
 //
+// Telemetries (telemetry.istio.io v1 and v1alpha1) are read, validated as
+// istiod validates them (validate_telemetry.go) and indexed as
+// ConfigTelemetry rows with their selector; rules merge them
+// (docs/telemetry.md). Their tracing is a ledger warning
+// (ledger_telemetry.go).
+//
 // JWKSInput (jwks_input.go) connects the fetcher of RequestAuthentication
 // key sets (package jwks, an outside input wired by cmd) to the index: it
 // tells the fetcher the sources the index's rules name and writes the key

@@ -7,6 +7,7 @@ import (
 	extensions "istio.io/api/extensions/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
+	telemetry "istio.io/api/telemetry/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -33,6 +34,7 @@ const (
 	KindSecret
 	KindEnvoyFilter
 	KindWasmPlugin
+	KindTelemetry
 	numKinds
 )
 
@@ -109,6 +111,8 @@ var kinds = [numKinds]kindInfo{
 	KindEnvoyFilter: {"EnvoyFilter", "networking.istio.io", []string{"v1alpha3"}, true, protoNew[networking.EnvoyFilter]()},
 	// WasmPlugin exists only at v1alpha1.
 	KindWasmPlugin: {"WasmPlugin", "extensions.istio.io", []string{"v1alpha1"}, true, protoNew[extensions.WasmPlugin]()},
+	// Telemetry is served at v1 and v1alpha1, one message in istio.io/api.
+	KindTelemetry: {"Telemetry", "telemetry.istio.io", []string{"v1", "v1alpha1"}, true, protoNew[telemetry.Telemetry]()},
 }
 
 type groupKind struct{ group, kind string }

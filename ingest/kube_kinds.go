@@ -6,11 +6,13 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	istioextensionsinformers "istio.io/client-go/pkg/informers/externalversions/extensions/v1alpha1"
 	istionetworkinginformers "istio.io/client-go/pkg/informers/externalversions/networking/v1"
 	istionetworkingv1alpha3informers "istio.io/client-go/pkg/informers/externalversions/networking/v1alpha3"
 	istiosecurityinformers "istio.io/client-go/pkg/informers/externalversions/security/v1"
+	istiotelemetryinformers "istio.io/client-go/pkg/informers/externalversions/telemetry/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -33,11 +35,12 @@ const (
 	securityGroupVersion           = "security.istio.io/v1"
 	// WasmPlugin is served at v1alpha1 only.
 	extensionsGroupVersion = "extensions.istio.io/v1alpha1"
+	telemetryGroupVersion  = "telemetry.istio.io/v1"
 )
 
 // istioGroupVersions are the group-versions the source asks discovery
 // about: those of istioKinds.
-var istioGroupVersions = []string{networkingGroupVersion, networkingV1alpha3GroupVersion, securityGroupVersion, extensionsGroupVersion}
+var istioGroupVersions = []string{networkingGroupVersion, networkingV1alpha3GroupVersion, securityGroupVersion, extensionsGroupVersion, telemetryGroupVersion}
 
 // istioKind is one Istio kind the source watches once its CRD is served.
 type istioKind struct {
@@ -65,6 +68,9 @@ var istioKinds = []istioKind{
 	}},
 	{KindWasmPlugin, extensionsGroupVersion, "wasmplugins", func(c istioclient.Interface) cache.SharedIndexInformer {
 		return istioextensionsinformers.NewWasmPluginInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
+	}},
+	{KindTelemetry, telemetryGroupVersion, "telemetries", func(c istioclient.Interface) cache.SharedIndexInformer {
+		return istiotelemetryinformers.NewTelemetryInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
 	}},
 	{KindServiceEntry, networkingGroupVersion, "serviceentries", func(c istioclient.Interface) cache.SharedIndexInformer {
 		return istionetworkinginformers.NewServiceEntryInformer(c, metav1.NamespaceAll, 0, cache.Indexers{})
@@ -147,6 +153,8 @@ func kubeObject(obj any) (o *Object, ok bool) {
 		return istioObject(KindEnvoyFilter, networkingV1alpha3GroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *extensionsv1alpha1.WasmPlugin:
 		return istioObject(KindWasmPlugin, extensionsGroupVersion, &x.ObjectMeta, &x.Spec), true
+	case *telemetryv1.Telemetry:
+		return istioObject(KindTelemetry, telemetryGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1.ServiceEntry:
 		return istioObject(KindServiceEntry, networkingGroupVersion, &x.ObjectMeta, &x.Spec), true
 	case *networkingv1.WorkloadEntry:

@@ -177,6 +177,9 @@ func (s *KubeSource) listNamespace(ctx context.Context, kind Kind, ns string) ([
 	case KindWasmPlugin:
 		l, err := ic.ExtensionsV1alpha1().WasmPlugins(ns).List(ctx, opts)
 		return items(l, err, func() []any { return anys(l.Items) })
+	case KindTelemetry:
+		l, err := ic.TelemetryV1().Telemetries(ns).List(ctx, opts)
+		return items(l, err, func() []any { return anys(l.Items) })
 	case KindVirtualService:
 		l, err := ic.NetworkingV1().VirtualServices(ns).List(ctx, opts)
 		return items(l, err, func() []any { return anys(l.Items) })

@@ -9,6 +9,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -320,6 +321,9 @@ func transformIstio(obj any) (any, error) {
 		o.Status.Reset()
 	case *extensionsv1alpha1.WasmPlugin:
 		o.ObjectMeta = trimMeta(KindWasmPlugin, &o.ObjectMeta)
+		o.Status.Reset()
+	case *telemetryv1.Telemetry:
+		o.ObjectMeta = trimMeta(KindTelemetry, &o.ObjectMeta)
 		o.Status.Reset()
 	case *networkingv1.ServiceEntry:
 		o.ObjectMeta = trimMeta(KindServiceEntry, &o.ObjectMeta)

@@ -135,8 +135,8 @@ type ledgerTable map[protoreflect.FullName]LedgerEntry
 
 // ledgerEntries is the whole table: every kind's fields.
 var ledgerEntries = func() ledgerTable {
-	t := make(ledgerTable, len(networkingLedger)+len(securityLedger)+len(meshLedger)+len(envoyFilterLedger)+len(wasmPluginLedger))
-	for _, part := range []ledgerTable{networkingLedger, securityLedger, meshLedger, envoyFilterLedger, wasmPluginLedger} {
+	t := make(ledgerTable, len(networkingLedger)+len(securityLedger)+len(meshLedger)+len(envoyFilterLedger)+len(wasmPluginLedger)+len(telemetryLedger))
+	for _, part := range []ledgerTable{networkingLedger, securityLedger, meshLedger, envoyFilterLedger, wasmPluginLedger, telemetryLedger} {
 		for k, e := range part {
 			t[k] = e
 		}

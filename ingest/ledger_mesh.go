@@ -65,11 +65,12 @@ func meshRootDescriptor(k Kind) protoreflect.MessageDescriptor {
 }
 
 const (
-	meshTelemetry = "telemetry settings are not implemented by pilotfish yet (issue 20)"
-	meshAmbient   = "ambient mode (ztunnel, waypoints, HBONE) is not implemented by pilotfish"
-	meshNotYet    = "not implemented by pilotfish yet"
-	meshTested    = "main.TestMeshConfigFieldsServed"
-	meshStatsTest = "engine.TestDefaultTelemetryMatchesIstiod"
+	meshAccessLogTest = "engine.TestMeshAccessLogMatchesIstiod"
+	meshTelemetry     = "telemetry settings are not implemented by pilotfish yet (issue 20)"
+	meshAmbient       = "ambient mode (ztunnel, waypoints, HBONE) is not implemented by pilotfish"
+	meshNotYet        = "not implemented by pilotfish yet"
+	meshTested        = "main.TestMeshConfigFieldsServed"
+	meshStatsTest     = "engine.TestDefaultTelemetryMatchesIstiod"
 	// meshTracingTest compares every tracing-* istiodref case with istiod.
 	meshTracingTest = "engine.TestTracingMatchesIstiod"
 	// meshRefused: what pilotfish does when a mesh config sets a field it
@@ -91,11 +92,11 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.ingress_controller_mode":         unsupported("Kubernetes Ingress resources are not read by pilotfish"),
 	"istio.mesh.v1alpha1.MeshConfig.ingress_selector":                unsupported("Kubernetes Ingress resources are not read by pilotfish"),
 	"istio.mesh.v1alpha1.MeshConfig.enable_tracing":                  honouredNote(meshTracingTest, "without defaultProviders.tracing, every sidecar and gateway HCM gets istiod's tracing without a provider (the bootstrap's tracer); engine.TestTracingMeshToggleReclassifies"),
-	"istio.mesh.v1alpha1.MeshConfig.access_log_file":                 unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.access_log_format":               unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.access_log_encoding":             unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.access_log_file":                 honouredNote(meshAccessLogTest, "the file logger on every HCM and tcp_proxy, and with the NR filter on virtualOutbound, virtualInbound and gateway listeners, where no Telemetry configures access logging"),
+	"istio.mesh.v1alpha1.MeshConfig.access_log_format":               honoured(meshAccessLogTest),
+	"istio.mesh.v1alpha1.MeshConfig.access_log_encoding":             honoured(meshAccessLogTest),
 	"istio.mesh.v1alpha1.MeshConfig.enable_envoy_access_log_service": unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.disable_envoy_listener_log":      unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.disable_envoy_listener_log":      honoured("engine.TestMeshListenerLogDisabled"),
 	"istio.mesh.v1alpha1.MeshConfig.default_config": partial("inject.TestCorpusMatchesIstioctl",
 		"given to proxies by sidecar injection (PROXY_CONFIG, which istio-agent applies), as istiod's injector does; "+
 			"the control plane reads a proxy's settings from its node metadata; tracing's sampling, customTags, "+
@@ -138,10 +139,10 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.opentelemetry": partial(meshTracingTest,
 		"as defaultProviders.tracing: http and grpc exporters, headers, initialMetadata, timeouts, resource detectors as istiod; "+
 			"dynatraceSampler and serviceAttributeEnrichment OTEL_SEMANTIC_CONVENTIONS on the default tracing provider are refused (the mesh config is not applied)").whole(),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_file_access_log": unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_http_als":        unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_tcp_als":         unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_otel_als":        unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_file_access_log": honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_http_als":        honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_tcp_als":         honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_otel_als":        honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.sds":                   unsupported("pilotfish's SDS serves its CA's certificates and Kubernetes Secrets only"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_ext_authz_http":  honouredNote("engine.TestExtAuthzMatchesIstiod", "AuthorizationPolicy CUSTOM as istiod (also engine.TestApplyExtAuthzMesh)").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_ext_authz_grpc":  honouredNote("engine.TestExtAuthzMatchesIstiod", "AuthorizationPolicy CUSTOM as istiod (also engine.TestApplyExtAuthzMesh)").whole(),
@@ -151,7 +152,7 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.DefaultProviders.tracing": honouredNote(meshTracingTest,
 		"the first name's provider (zipkin, opentelemetry, datadog, skywalking) traces every sidecar and gateway HCM as istiod does without Telemetry resources; "+
 			"its service is looked up in the registry at every push (engine.TestTracingProviderServicePushes); a missing provider or service leaves HCMs without tracing, as in istiod"),
-	"istio.mesh.v1alpha1.MeshConfig.DefaultProviders.access_logging": unsupported(meshTelemetry),
+	"istio.mesh.v1alpha1.MeshConfig.DefaultProviders.access_logging": partial("engine.TestApplyAccessLogMesh", "the default providers' loggers by provider name, accessLogFile when they give none, as istiod's AccessLogging; not compared with istiod"),
 	"istio.mesh.v1alpha1.MeshConfig.discovery_selectors": honouredNote("ingest.TestDiscoverySelectorsMatchIstiod",
 		"limits the namespaces read from the API server, live (cmd/pilotfish.TestMeshDiscoverySelectors); the config directory is not filtered").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.path_normalization":                   honoured("rules.TestMeshListenerMatchesIstiod"),

@@ -52,7 +52,7 @@ func TestLedgerComplete(t *testing.T) {
 			checkLedgerEntry(t, k.String()+" "+string(name), e)
 		}
 	}
-	if n := len(networkingLedger) + len(securityLedger) + len(meshLedger) + len(envoyFilterLedger) + len(wasmPluginLedger); len(ledgerEntries) != n {
+	if n := len(networkingLedger) + len(securityLedger) + len(meshLedger) + len(envoyFilterLedger) + len(wasmPluginLedger) + len(telemetryLedger); len(ledgerEntries) != n {
 		t.Errorf("%d entries, want %d: a field is in both tables", len(ledgerEntries), n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	extensions "istio.io/api/extensions/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
+	telemetry "istio.io/api/telemetry/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,8 @@ func Validate(o *Object) []error {
 		v.envoyFilter(spec, s) // validate_envoyfilter.go
 	case *extensions.WasmPlugin:
 		v.wasmPlugin(spec, s) // validate_wasmplugin.go
+	case *telemetry.Telemetry:
+		v.telemetry(spec, s) // validate_telemetry.go
 	case *security.AuthorizationPolicy:
 		v.authorizationPolicy(spec, s)
 	case *security.PeerAuthentication:

@@ -57,6 +57,9 @@ func securityLabelsWith(snap *index.Snapshot, rootNS string, node *Node, failove
 	if space != 0 && snap.NumConfigs(index.ConfigDestinationRule) > 0 {
 		snap.ConfigsInNamespace(index.ConfigDestinationRule, space, addKeys)
 	}
+	if space != 0 && snap.NumConfigs(index.ConfigTelemetry) > 0 {
+		snap.ConfigsInNamespace(index.ConfigTelemetry, space, addKeys) // rules/telemetry.go
+	}
 	for _, kind := range []index.ConfigKind{index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication, index.ConfigWasmPlugin} {
 		if snap.NumConfigs(kind) == 0 {
 			continue

@@ -237,8 +237,9 @@ func autoPassthroughServices(sc *Scope, srv *networking.Server) []*index.Service
 func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	m := gatewayOf(sc, mesh)
 	sec := securityOf(sc, mesh)
-	wasm := wasmPlugins(sc, mesh) // wasm.go
+	wasm := wasmPlugins(sc, mesh)  // wasm.go
 	tracing := tracingOf(sc, mesh) // tracing.go
+	tel := telemetryOf(sc, mesh)   // rules/telemetry.go
 	for i := range m.ports {
 		p := &m.ports[i]
 		k := &encode.GatewayListenerKey{
@@ -252,7 +253,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			RequestAuthn: sec.ra,
 
 			PathNormalization: mesh.PathNormalization,
-			Stats:             mesh.Stats,
+			Telemetry:         tel,
 			Tracing:           tracing,
 			TLSDefaults:       mesh.TLSDefaults,
 			Wasm:              wasmClient(wasm, p.number),

@@ -40,8 +40,9 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	b.view = routeViewOf(sc, mesh)
 	b.names, b.wildcard = names, wildcard
 	b.outbound()
-	wasm := wasmPlugins(sc, mesh) // wasm.go
+	wasm := wasmPlugins(sc, mesh)  // wasm.go
 	tracing := tracingOf(sc, mesh) // tracing.go
+	tel := telemetryOf(sc, mesh)   // rules/telemetry.go
 	var err error
 	for i := range b.groups {
 		g := &b.groups[i]
@@ -53,7 +54,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			EgressCluster:            sc.egressProxyCluster(mesh),
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
-			Stats:                    mesh.Stats,
+			Telemetry:                tel,
 			Tracing:                  tracing,
 			Bind:                     addrString(g.bind),
 			Port:                     g.port,
@@ -71,7 +72,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		}
 	}
 	if b.wanted(encode.VirtualOutboundListenerName) {
-		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6, Stats: mesh.Stats}
+		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6, Telemetry: tel}
 		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualOutboundGen); err != nil {
 			return dst, err
 		}
@@ -83,7 +84,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			IPv6:                     sc.Class.IPv6,
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
-			Stats:                    mesh.Stats,
+			Telemetry:                tel,
 			Tracing:                  tracing,
 			Instances:                inboundInstances(sc, sec),
 			MTLS:                     sec.mtls,

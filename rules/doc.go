@@ -57,6 +57,13 @@
 // bench. Its tests build indexes through ingest; they stand in for the
 // engine where they need a class (engine_shim_test.go).
 //
+// # Telemetry
+//
+// telemetry.go selects the Telemetry resources of a class and
+// telemetry_merge.go merges them as istiod does into the encode.Telemetry
+// value its listener keys hold; without Telemetry rows it is the mesh's
+// default and costs nothing (docs/telemetry.md).
+//
 // # Allocation budget
 //
 // A warm build of a type for a new class allocates a small constant (tests

@@ -14,6 +14,8 @@ func IsSecurityKind(kind index.ConfigKind) bool {
 	switch kind {
 	case index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication:
 		return true
+	case index.ConfigTelemetry: // the same reach: root namespace, namespace, selector (rules/telemetry.go)
+		return true
 	}
 	return false
 }

@@ -34,7 +34,7 @@ data:
     enableAutoMtls: false
     outboundTrafficPolicy:
       mode: REGISTRY_ONLY
-    accessLogFile: /dev/stdout
+    enableEnvoyAccessLogService: true
 `
 
 // rootSidecarYAML limits every namespace's proxies to their own
@@ -142,7 +142,7 @@ func TestMeshConfigFieldsServed(t *testing.T) {
 		t.Errorf("virtualOutbound does not send unknown destinations to BlackHoleCluster (REGISTRY_ONLY)")
 	}
 	_, errs := get(t, base+"/debug/config_errors")
-	if !strings.Contains(string(errs), "mesh.accessLogFile") {
+	if !strings.Contains(string(errs), "mesh.enableEnvoyAccessLogService") {
 		t.Errorf("config_errors does not list the unsupported field: %s", errs)
 	}
 

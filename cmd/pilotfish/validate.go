@@ -19,7 +19,8 @@ func newValidateCommand() *cobra.Command {
 Kubernetes objects pilotfish reads (Service, EndpointSlice, Pod, Namespace)
 and Istio's networking and security config (VirtualService, DestinationRule,
 Gateway, ServiceEntry, WorkloadEntry, Sidecar, AuthorizationPolicy,
-PeerAuthentication, RequestAuthentication, EnvoyFilter), in any accepted API
+PeerAuthentication, RequestAuthentication, EnvoyFilter) and Telemetry, in any
+accepted API
 version.
 
 Directories are read exactly as "serve --config-dir" reads them, so both
@@ -34,8 +35,8 @@ path order; every later one is an error.
 Documents of a kind pilotfish does not read: a kind a mesh API group (core,
 discovery.k8s.io, networking.k8s.io, Istio's, the Gateway API's) does not
 have (a misspelling such as VirtualServize) is an error; Istio and Gateway
-API kinds pilotfish does not implement (Telemetry, HTTPRoute, ProxyConfig,
-...) are warnings (an EnvoyFilter is validated, and its patches are a
+API kinds pilotfish does not implement (HTTPRoute, ProxyConfig, ...) are
+warnings (an EnvoyFilter is validated, and its patches are a
 warning: they are not applied yet); other Kubernetes kinds (ConfigMaps, Deployments, ...) and
 other projects' kinds are skipped.
 

@@ -48,11 +48,11 @@ data:
   mesh: |
     rootNamespace: mesh-root
     connectTimeout: CONNECT
-    accessLogFile: /dev/stdout
+    enableEnvoyAccessLogService: true
 `
 	good := write("good/mesh.yaml", strings.Replace(cm, "CONNECT", "3s", 1))
 	bad := write("bad/mesh.yaml", strings.Replace(cm, "CONNECT", "3 parsecs", 1))
-	file := write("mesh-file.yaml", "rootNamespace: r\naccessLogFile: /dev/stdout\nbogus: x\n")
+	file := write("mesh-file.yaml", "rootNamespace: r\nenableEnvoyAccessLogService: true\nbogus: x\n")
 	badFile := write("mesh-bad.yaml", "rootNamespace: r\nconnectTimeout: -1s\n")
 
 	cases := []struct {
@@ -63,14 +63,14 @@ data:
 		wantStdout string
 	}{
 		{"unsupported field in a dir: warning", []string{filepath.Dir(good)}, 0,
-			[]string{good + ":23: warning: MeshConfig istio-system/istio: mesh.accessLogFile: not supported by pilotfish"},
+			[]string{good + ":23: warning: MeshConfig istio-system/istio: mesh.enableEnvoyAccessLogService: not supported by pilotfish"},
 			"2 objects, 0 errors, 1 warning"},
 		{"unsupported field, strict", []string{"--strict", filepath.Dir(good)}, 1,
-			[]string{"mesh.accessLogFile", "--strict and 1 warning"}, "2 objects, 0 errors, 1 warning"},
+			[]string{"mesh.enableEnvoyAccessLogService", "--strict and 1 warning"}, "2 objects, 0 errors, 1 warning"},
 		{"refused field in a named file: error with its line", []string{bad}, 1,
 			[]string{bad + ":22: MeshConfig istio-system/istio: mesh.connectTimeout: ", "parsecs"}, "2 objects, 1 error"},
 		{"--mesh-config: unsupported and unknown fields", []string{"--mesh-config", file}, 0,
-			[]string{file + ":2: warning: MeshConfig: mesh.accessLogFile: not supported by pilotfish",
+			[]string{file + ":2: warning: MeshConfig: mesh.enableEnvoyAccessLogService: not supported by pilotfish",
 				file + ":3: warning: MeshConfig: mesh.bogus: unknown field"}, "1 object, 0 errors, 2 warnings"},
 		{"--mesh-config: refused", []string{"--mesh-config", badFile}, 1,
 			[]string{badFile + ":2: MeshConfig: mesh.connectTimeout: "}, "1 object, 1 error"},
