@@ -82,6 +82,9 @@ type Cache struct {
 	// noStore: a transient view (see Transient); transient is c's.
 	noStore   bool
 	transient *Cache
+	// failures logs EnvoyFilter patches that failed to apply
+	// (envoyfilter.go); shared by c's views.
+	failures *patchFailureLog
 }
 
 // Recorder receives each key a build looks up: the kind, the name of the
@@ -92,9 +95,9 @@ type Recorder func(kind Kind, name string, key Key)
 // looked up through it to rec. It keeps its own hit and miss counts, so
 // debug builds (/debug/keyz) do not show in c's statistics.
 func (c *Cache) Recording(rec Recorder) *Cache {
-	r := &Cache{m: c.m, verify: c.verify, rec: rec}
+	r := &Cache{m: c.m, verify: c.verify, rec: rec, failures: c.failures}
 	r.epoch.Store(c.epoch.Load())
-	r.transient = &Cache{m: r.m, verify: r.verify, rec: rec, noStore: true}
+	r.transient = &Cache{m: r.m, verify: r.verify, rec: rec, noStore: true, failures: c.failures}
 	return r
 }
 
@@ -129,8 +132,8 @@ type kindStats struct {
 // inputs is a bug that verify mode turns into a crash in tests.
 func NewCache() *Cache {
 	v := VerifyFromEnv()
-	c := &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
-	c.transient = &Cache{m: c.m, verify: v, noStore: true}
+	c := &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v, failures: &patchFailureLog{}}
+	c.transient = &Cache{m: c.m, verify: v, noStore: true, failures: c.failures}
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -40,6 +41,9 @@ type GatewayListenerKey struct {
 	// suites and minimum version of SIMPLE and MUTUAL servers, under the
 	// server's own.
 	TLSDefaults TLSDefaults
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // Hash feeds every field.
@@ -64,7 +68,12 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	h.U32(uint32(k.PathNormalization))
 	h.Bool(k.Stats)
 	k.TLSDefaults.hashInto(&h)
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *GatewayListenerKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, envoypatch.Gateway
 }
 
 func (k *GatewayListenerKey) bind() string {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -55,6 +56,9 @@ type OutboundListenerKey struct {
 	BindToPort bool
 	// Services contribute filter chains, in order.
 	Services []ListenerService
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // ListenerService is one service port on an outbound listener.
@@ -103,7 +107,12 @@ func (k *OutboundListenerKey) Hash() uint64 {
 		}
 		h.Str(s.SourceLabels)
 	}
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *OutboundListenerKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, envoypatch.Outbound
 }
 
 // Name returns istiod's listener name, "BIND_PORT".

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -44,6 +45,9 @@ type VirtualOutboundKey struct {
 	IPv6          bool
 	// Stats adds istio.stats to both chains (Mesh.Stats).
 	Stats bool
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // Hash feeds every field.
@@ -53,7 +57,12 @@ func (k *VirtualOutboundKey) Hash() uint64 {
 	h.Str(k.EgressCluster)
 	h.Bool(k.IPv6)
 	h.Bool(k.Stats)
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *VirtualOutboundKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, envoypatch.Outbound
 }
 
 // VirtualOutboundListener is istiod's buildVirtualOutboundListener: connections
@@ -144,6 +153,9 @@ type VirtualInboundKey struct {
 	// SPIFFE identities the istio mTLS chains accept (Mesh.PeerTrustDomains:
 	// trustDomainAliases, then caCertificates' trustDomains).
 	PeerTrustDomains []string
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // Hash feeds every field.
@@ -176,7 +188,12 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	hashSidecarInbound(&h, k)
 	k.MeshMTLS.hashInto(&h)
 	h.Strs(k.PeerTrustDomains)
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *VirtualInboundKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, envoypatch.Inbound
 }
 
 // inboundOpt is istiod's FilterChainMatchOptions for PERMISSIVE mTLS.

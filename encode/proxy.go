@@ -70,6 +70,11 @@ type ProxyClass struct {
 	// other proxies): routers behind different load balancers do not
 	// share listeners.
 	GatewayTopology GatewayTopology
+	// EnvoyFilterProxy is what EnvoyFilter patches' match.proxy read of the
+	// proxy: its full ISTIO_VERSION, then "\nKEY=VALUE" for each metadata
+	// key a match names; "" when no patch has a proxy match, so that
+	// proxies of every version share a class then.
+	EnvoyFilterProxy string
 }
 
 // Hash feeds every field of the class.
@@ -86,6 +91,7 @@ func (p *ProxyClass) hashInto(h *Hasher) {
 	h.Str(p.Labels)
 	h.Str(p.ProxyIPs)
 	p.GatewayTopology.hashInto(h)
+	h.Str(p.EnvoyFilterProxy)
 }
 
 // Mesh holds mesh-wide settings (istiod's MeshConfig subset pilotfish

@@ -11,6 +11,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -237,6 +238,7 @@ func autoPassthroughServices(sc *Scope, srv *networking.Server) []*index.Service
 func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	m := gatewayOf(sc, mesh)
 	sec := securityOf(sc, mesh)
+	lp := sc.Patches(mesh).Family(envoypatch.Listeners)
 	for i := range m.ports {
 		p := &m.ports[i]
 		k := &encode.GatewayListenerKey{
@@ -253,6 +255,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			Stats:             mesh.Stats,
 			TLSDefaults:       mesh.TLSDefaults,
 		}
+		k.Patches = mayPatchListener(lp, envoypatch.Gateway, p.number)
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
 		}
@@ -260,12 +263,12 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 		if err != nil {
 			return dst, fmt.Errorf("listener: %w", err)
 		}
-		if e.Name == "" {
-			continue // no filter chain (a TCP server no VirtualService routes)
+		if e.Name == "" || e.Removed() {
+			continue // no filter chain (a TCP server no VirtualService routes), or an EnvoyFilter REMOVE
 		}
 		dst = append(dst, resourceOf(e))
 	}
-	return dst, nil
+	return addedListeners(cache, sc.Snapshot.Names(), lp, []envoypatch.Context{envoypatch.Gateway}, names, wildcard, dst)
 }
 
 // gatewayRouteNames lists a router's RDS names in port order.
