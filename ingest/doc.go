@@ -30,9 +30,11 @@
 // EnvoyFilters (v1alpha3) are read, validated as istiod validates them
 // (validate_envoyfilter.go, their patch values converted to the Envoy
 // types their applyTo names, with every extension type of go-control-plane
-// linked: envoyfilter_types.go) and indexed as ConfigEnvoyFilter rows; their
-// patches are not applied yet, which the field ledger says in one warning
-// per EnvoyFilter (ledger_envoyfilter.go; docs/envoyfilter-design.md).
+// linked: envoypatch/types.go) and indexed as ConfigEnvoyFilter rows, their
+// patches compiled once per object version into the row's Derived; rules
+// selects them per proxy class and encode applies them. EXTENSION_CONFIG
+// patches, not applied yet, get one ledger warning (ledger_envoyfilter.go;
+// docs/envoyfilter-design.md).
 //
 // JWKSInput (jwks_input.go) connects the fetcher of RequestAuthentication
 // key sets (package jwks, an outside input wired by cmd) to the index: it
