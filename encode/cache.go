@@ -83,8 +83,9 @@ type Cache struct {
 	noStore   bool
 	transient *Cache
 	// failures logs EnvoyFilter patches that failed to apply
-	// (envoyfilter.go); shared by c's views.
+	// (envoyfilter.go): &failLog of the cache the views are of.
 	failures *patchFailureLog
+	failLog  patchFailureLog
 }
 
 // Recorder receives each key a build looks up: the kind, the name of the
@@ -132,7 +133,8 @@ type kindStats struct {
 // inputs is a bug that verify mode turns into a crash in tests.
 func NewCache() *Cache {
 	v := VerifyFromEnv()
-	c := &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v, failures: &patchFailureLog{}}
+	c := &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
+	c.failures = &c.failLog
 	c.transient = &Cache{m: c.m, verify: v, noStore: true, failures: c.failures}
 	return c
 }
