@@ -318,3 +318,42 @@ func TestHoldsEnvoyFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvoyFilterFailureCounted: a patch istiod would skip with an error
+// (an HTTP filter MERGE whose typed_config is of another type than the
+// filter's) is skipped, counted and named by the cache, and the listener
+// is still generated with the other patches.
+func TestEnvoyFilterFailureCounted(t *testing.T) {
+	snap := efSnapshot(t, efMesh+`
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: bad-merge, namespace: efm}
+spec:
+  configPatches:
+  - applyTo: HTTP_FILTER
+    match:
+      context: SIDECAR_OUTBOUND
+      listener: {filterChain: {filter: {name: envoy.filters.network.http_connection_manager, subFilter: {name: envoy.filters.http.router}}}}
+    patch:
+      operation: MERGE
+      value:
+        name: envoy.filters.http.router
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua
+          defaultSourceCode: {inlineString: "function envoy_on_request(h) end"}
+`)
+	cache := encode.NewCache()
+	c := ClassOf(snap, "istio-system", efNode("efm", "ratings", "10.1.40.3"))
+	rs, err := Build(TypeListener, NewScope(snap, &c), encode.DefaultMesh(), cache, nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rs, func(r Resource) bool { return r.Name == "0.0.0.0_9080" }) {
+		t.Fatalf("listeners %q: want 0.0.0.0_9080 still generated", resourceNames(rs))
+	}
+	n, last := cache.PatchFailures()
+	if n == 0 || len(last) == 0 || last[0].Source != "efm/bad-merge" || last[0].Index != 0 || last[0].Err == "" {
+		t.Fatalf("failures: %d, %+v; want the bad-merge patch counted with its error", n, last)
+	}
+}
