@@ -120,6 +120,7 @@ var (
 	// message passed in is the caller's own (it is patched in place and
 	// returned); nil means a REMOVE removed it. Added resources are fresh.
 	_ func(*Set, Context, *cluster.Cluster) (*cluster.Cluster, []Failure)                                 = (*Set).PatchCluster
+	_ func(*Set, Context, *cluster.Cluster, []string) (*cluster.Cluster, []Failure)                       = (*Set).PatchClusterOfServices // an inbound cluster: its port's services
 	_ func(*Set, Context) []*cluster.Cluster                                                              = (*Set).AddedClusters
 	_ func(*Set, Context, *listener.Listener) (*listener.Listener, []Failure)                             = (*Set).PatchListener
 	_ func(*Set, Context) []*listener.Listener                                                            = (*Set).AddedListeners

@@ -75,6 +75,10 @@ func CompilePatch(source string, i int, cp *networking.EnvoyFilter_EnvoyConfigOb
 	if err != nil {
 		return nil, &PatchError{Index: i, Field: field + ".patch.value", Err: err}
 	}
+	if v == nil && p.Operation != networking.EnvoyFilter_Patch_REMOVE && p.Operation != networking.EnvoyFilter_Patch_INVALID {
+		// istiod would apply a nil value and recover from the panic.
+		return nil, &PatchError{Index: i, Field: field + ".patch.value", Err: fmt.Errorf("required for operation %s", p.Operation)}
+	}
 	p.Value = v
 	if p.Match == nil {
 		p.Match = &networking.EnvoyFilter_EnvoyConfigObjectMatch{Context: networking.EnvoyFilter_ANY}

@@ -157,6 +157,9 @@ type refDump struct {
 	clusterOrder []string
 	listeners    map[string]*listener.Listener
 	routes       map[string]*route.RouteConfiguration
+	// prefiltered counts the resources a MayPatch prefilter ruled out
+	// (their keys would stay the unpatched ones).
+	prefiltered int
 }
 
 func readDump(t *testing.T, file string) *refDump {
@@ -343,7 +346,8 @@ func clusterServices(c *cluster.Cluster) []string {
 }
 
 // applyToDump patches istiod's unpatched resources of one proxy as istiod
-// does when it generates them.
+// does when it generates them, and checks that the MayPatch prefilters
+// allow every resource a patch changed.
 func applyToDump(t *testing.T, s *Set, d *refDump, p refProxy) *refDump {
 	t.Helper()
 	out := &refDump{clusters: map[string]*cluster.Cluster{}, listeners: map[string]*listener.Listener{},
@@ -359,8 +363,20 @@ func applyToDump(t *testing.T, s *Set, d *refDump, p refProxy) *refDump {
 		if strings.HasPrefix(name, "inbound|") {
 			hosts = clusterServices(c)
 		}
-		pc, fs := s.PatchClusterOfServices(clusterContext(name, p.router()), c, hosts)
+		ctx := clusterContext(name, p.router())
+		pc, fs := s.PatchClusterOfServices(ctx, c, hosts)
 		fail("cluster "+name, fs)
+		// The prefilter must allow every cluster a patch changes.
+		dir, subset, host, port := parseSubsetKey(name)
+		if dir == "inbound" {
+			host = ""
+		}
+		if may := s.MayPatchCluster(ctx, host, uint32(port), subset); !may {
+			out.prefiltered++
+		}
+		if !s.MayPatchCluster(ctx, host, uint32(port), subset) && !proto.Equal(pc, d.clusters[name]) {
+			t.Errorf("cluster %s: patched, but MayPatchCluster(%v, %q, %d, %q) is false", name, ctx, host, port, subset)
+		}
 		if pc != nil {
 			out.clusters[name] = pc
 		}
@@ -389,18 +405,58 @@ func applyToDump(t *testing.T, s *Set, d *refDump, p refProxy) *refDump {
 		}
 		pl, fs := s.PatchListener(c, l)
 		fail("listener "+name, fs)
+		port := l.GetAddress().GetSocketAddress().GetPortValue()
+		if isVirtual(l) {
+			port = 0
+		}
+		if !s.MayPatchListener(c, port) {
+			out.prefiltered++
+		}
+		if !s.MayPatchListener(c, port) && !proto.Equal(pl, d.listeners[name]) {
+			t.Errorf("listener %s: patched, but MayPatchListener(%v, %d) is false", name, c, port)
+		}
 		if pl != nil {
 			out.listeners[name] = pl
 		}
 	}
+	requested := rdsNames(t, out.listeners)
 	for name, r := range d.routes {
+		if !requested[name] {
+			continue // its listener was removed: no proxy asks for it
+		}
 		c := Outbound
 		if p.router() {
 			c = Gateway
 		}
 		pr, fs := s.PatchRouteConfiguration(c, proto.Clone(r).(*route.RouteConfiguration), nil)
 		fail("route "+name, fs)
+		if !s.MayPatchRouteConfig(c, name) {
+			out.prefiltered++
+		}
+		if !s.MayPatchRouteConfig(c, name) && !proto.Equal(pr, r) {
+			t.Errorf("route %s: patched, but MayPatchRouteConfig(%v, %q) is false", name, c, name)
+		}
 		out.routes[name] = pr
+	}
+	return out
+}
+
+// rdsNames are the route configurations the listeners' connection
+// managers ask for by RDS.
+func rdsNames(t *testing.T, ls map[string]*listener.Listener) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range ls {
+		for _, fc := range append(l.GetFilterChains(), l.GetDefaultFilterChain()) {
+			for _, f := range fc.GetFilters() {
+				conn := &hcm.HttpConnectionManager{}
+				if f.GetName() != hcmName || f.GetTypedConfig().UnmarshalTo(conn) != nil {
+					continue
+				}
+				if n := conn.GetRds().GetRouteConfigName(); n != "" {
+					out[n] = true
+				}
+			}
+		}
 	}
 	return out
 }
@@ -437,15 +493,15 @@ func patchInlineRoutes(t *testing.T, s *Set, l *listener.Listener) {
 // checkCase applies the filters of case name to istiod's output for
 // case plain and compares with istiod's output for name, proxy by proxy;
 // it returns how many resources the filters changed, so that a case that
-// patches nothing cannot pass.
-func checkCase(t *testing.T, name, plain string) int {
+// patches nothing cannot pass, and how many the prefilters ruled out.
+func checkCase(t *testing.T, name, plain string) (changed, prefiltered int) {
 	filters := readFilters(t, name)
-	changed := 0
 	for _, p := range readProxies(t, name) {
 		t.Run(p.Name, func(t *testing.T) {
 			want := readDump(t, filepath.Join(caseDir, name, "istiod", p.Name+".json"))
 			base := readDump(t, filepath.Join(caseDir, plain, "istiod", p.Name+".json"))
 			got := applyToDump(t, proxySet(t, filters, p), base, p)
+			prefiltered += got.prefiltered
 			for _, kind := range []struct {
 				what      string
 				got, want map[string]proto.Message
@@ -470,7 +526,7 @@ func checkCase(t *testing.T, name, plain string) int {
 			}
 		})
 	}
-	return changed
+	return changed, prefiltered
 }
 
 func msgs[M proto.Message](m map[string]M) map[string]proto.Message {
@@ -497,9 +553,27 @@ func names(m map[string]proto.Message) string {
 // VIRTUAL_HOST MERGE, NETWORK_FILTER MERGE; a selected and an unselected
 // sidecar).
 func TestBasicMatchesIstiod(t *testing.T) {
-	n := checkCase(t, "envoyfilter-basic", "envoyfilter-basic-plain")
-	t.Logf("%d resources changed", n)
+	n, pre := checkCase(t, "envoyfilter-basic", "envoyfilter-basic-plain")
+	t.Logf("%d resources changed, %d prefiltered out", n, pre)
 	if n < 3 {
 		t.Errorf("the filters changed %d resources of istiod's output, want at least 3", n)
+	}
+}
+
+// TestOpsMatchesIstiod: case envoyfilter-ops, every applyTo and operation
+// istiod applies to generated resources and every match field, on a
+// sidecar and a router, with EnvoyFilters taken from public examples (Lua,
+// local and global rate limit, header-to-metadata, TCP keepalive and
+// connection limits, listener filter inserts, route timeouts and retries,
+// network filter REPLACE, filter REMOVE) and patches whose proxy match
+// excludes the proxy.
+func TestOpsMatchesIstiod(t *testing.T) {
+	n, pre := checkCase(t, "envoyfilter-ops", "envoyfilter-ops-plain")
+	t.Logf("%d resources changed, %d prefiltered out", n, pre)
+	if pre == 0 {
+		t.Error("the prefilters ruled out no resource: every key would carry the patches")
+	}
+	if n < 17 {
+		t.Errorf("the filters changed %d resources of istiod's output, want at least 17", n)
 	}
 }

@@ -77,45 +77,69 @@ func patchRoutes(patches []*Patch, rcMatch func(*Patch) bool, vh *route.VirtualH
 	if len(at) == 0 {
 		return
 	}
+	// Generators may share routes (and their slice) between virtual hosts,
+	// as istiod's do: the slice is copied before it changes and a route
+	// before it is merged, as istiod does.
+	owned := false
+	own := func() {
+		if !owned {
+			vh.Routes, owned = slices.Clone(vh.Routes), true
+		}
+	}
 	removed := false
 	for i := range vh.Routes {
+		cloned := false
 		for _, p := range at {
 			if !routeMatch(vh.Routes[i], p) {
 				continue
 			}
 			if p.Operation == networking.EnvoyFilter_Patch_REMOVE {
+				own()
 				vh.Routes[i] = nil
 				removed = true
 				break
 			}
 			if isMerge(p.Operation) {
+				own()
+				if !cloned {
+					vh.Routes[i], cloned = proto.Clone(vh.Routes[i]).(*route.Route), true
+				}
 				mergeValue(p.Operation, vh.Routes[i], p.Value)
 			}
 		}
 	}
 	for _, p := range at {
-		clone := func() *route.Route { return proto.Clone(p.Value).(*route.Route) }
+		// clone also makes the slice the virtual host's own (an insert may
+		// write into its spare capacity), so it is called before the slice
+		// is read for the insert.
+		clone := func() *route.Route { own(); return proto.Clone(p.Value).(*route.Route) }
 		hasRoute := p.Match.GetRouteConfiguration().GetVhost().GetRoute() != nil
 		match := func(r *route.Route) bool { return routeMatch(r, p) }
 		switch p.Operation {
 		case networking.EnvoyFilter_Patch_ADD:
-			vh.Routes = append(vh.Routes, clone())
+			r := clone()
+			vh.Routes = append(vh.Routes, r)
 		case networking.EnvoyFilter_Patch_INSERT_AFTER:
 			if !hasRoute {
-				vh.Routes = append(vh.Routes, clone())
+				r := clone()
+				vh.Routes = append(vh.Routes, r)
 			} else if i := slices.IndexFunc(vh.Routes, match); i >= 0 {
-				vh.Routes = slices.Insert(vh.Routes, i+1, clone())
+				r := clone()
+				vh.Routes = slices.Insert(vh.Routes, i+1, r)
 			}
 		case networking.EnvoyFilter_Patch_INSERT_BEFORE:
 			if !hasRoute {
-				vh.Routes = slices.Insert(vh.Routes, 0, clone())
+				r := clone()
+				vh.Routes = slices.Insert(vh.Routes, 0, r)
 			} else if i := slices.IndexFunc(vh.Routes, match); i >= 0 {
-				vh.Routes = slices.Insert(vh.Routes, i, clone())
+				r := clone()
+				vh.Routes = slices.Insert(vh.Routes, i, r)
 			}
 		case networking.EnvoyFilter_Patch_INSERT_FIRST:
 			// First, but only if a route matches (any, without a route match).
 			if !hasRoute || slices.IndexFunc(vh.Routes, match) >= 0 {
-				vh.Routes = slices.Insert(vh.Routes, 0, clone())
+				r := clone()
+				vh.Routes = slices.Insert(vh.Routes, 0, r)
 			}
 		}
 	}

@@ -44,7 +44,8 @@ func familyOf(a networking.EnvoyFilter_ApplyTo) (Family, bool) {
 }
 
 // NewSet is the set of patches, in the order given (istiod's: see Set);
-// nil when there are none. Its family sub-sets are built with it.
+// nil when there are none. Its family sub-sets are built with it. A Set is
+// never changed after, so any number of goroutines may apply it at once.
 func NewSet(patches []*Patch) *Set {
 	if len(patches) == 0 {
 		return nil

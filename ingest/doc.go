@@ -28,13 +28,14 @@
 // them to the index as one batch per change.
 //
 // EnvoyFilters (v1alpha3) are read, validated as istiod validates them
-// (validate_envoyfilter.go, their patch values converted to the Envoy
-// types their applyTo names, with every extension type of go-control-plane
-// linked: envoypatch/types.go) and indexed as ConfigEnvoyFilter rows, their
-// patches compiled once per object version into the row's Derived; rules
-// selects them per proxy class and encode applies them. EXTENSION_CONFIG
-// patches, not applied yet, get one ledger warning (ledger_envoyfilter.go;
-// docs/envoyfilter-design.md).
+// (validate_envoyfilter.go, each patch compiled by envoypatch: its value
+// converted to the Envoy type its applyTo names, with every extension type
+// of go-control-plane linked by envoypatch/types.go) and indexed as
+// ConfigEnvoyFilter rows carrying their compiled patches
+// (index.Config.Derived, an *envoypatch.Filter; convert_envoyfilter.go);
+// rules selects them per proxy class and encode applies them.
+// EXTENSION_CONFIG patches, not applied yet, get one ledger warning
+// (ledger_envoyfilter.go; docs/envoyfilter-design.md).
 //
 // JWKSInput (jwks_input.go) connects the fetcher of RequestAuthentication
 // key sets (package jwks, an outside input wired by cmd) to the index: it

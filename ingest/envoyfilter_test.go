@@ -136,7 +136,7 @@ func TestEnvoyFilterWarning(t *testing.T) {
 }
 
 // TestPatchValue checks the conversion of patch values to typed Envoy
-// messages: Anys resolved, fields unknown to pilotfish's Envoy API dropped
+// messages (envoypatch.Value, which validation and conversion use): Anys resolved, fields unknown to pilotfish's Envoy API dropped
 // as istiod does, REMOVE's nil value.
 func TestPatchValue(t *testing.T) {
 	objs, errs := ingest.Decode("ef.yaml", []byte(ef(luaFilter)))
@@ -169,7 +169,7 @@ func TestPatchValue(t *testing.T) {
 }
 
 // FuzzEnvoyFilter feeds arbitrary EnvoyFilter specs to Decode, Validate,
-// Unsupported and PatchValue: none may panic, and every problem is an
+// Unsupported and envoypatch.Value: none may panic, and every problem is an
 // *ingest.Error.
 func FuzzEnvoyFilter(f *testing.F) {
 	f.Add(luaFilter)
