@@ -132,7 +132,7 @@ type ResourceStatus struct {
 }
 
 // TypeExtensionConfig is ECDS's type URL: istiod's SyncStatus has a
-// column for it (pilotfish serves no ECDS; the column reads IGNORED).
+// column for it (the column reads IGNORED).
 const TypeExtensionConfig = "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
 
 // syncStatusOf is istioctl's reading of one type's state: ERROR after a

@@ -84,6 +84,10 @@ type Cache struct {
 	// noStore: a transient view (see Transient); transient is c's.
 	noStore   bool
 	transient *Cache
+	// failures logs EnvoyFilter patches that failed to apply
+	// (envoyfilter.go): &failLog of the cache the views are of.
+	failures *patchFailureLog
+	failLog  patchFailureLog
 }
 
 // Recorder receives each key a build looks up: the kind, the name of the
@@ -94,9 +98,9 @@ type Recorder func(kind Kind, name string, key Key)
 // looked up through it to rec. It keeps its own hit and miss counts, so
 // debug builds (/debug/keyz) do not show in c's statistics.
 func (c *Cache) Recording(rec Recorder) *Cache {
-	r := &Cache{m: c.m, verify: c.verify, rec: rec}
+	r := &Cache{m: c.m, verify: c.verify, rec: rec, failures: c.failures}
 	r.epoch.Store(c.epoch.Load())
-	r.transient = &Cache{m: r.m, verify: r.verify, rec: rec, noStore: true}
+	r.transient = &Cache{m: r.m, verify: r.verify, rec: rec, noStore: true, failures: c.failures}
 	return r
 }
 
@@ -132,7 +136,8 @@ type kindStats struct {
 func NewCache() *Cache {
 	v := VerifyFromEnv()
 	c := &Cache{m: xsync.NewMap[cacheKey, *Entry](), verify: v}
-	c.transient = &Cache{m: c.m, verify: v, noStore: true}
+	c.failures = &c.failLog
+	c.transient = &Cache{m: c.m, verify: v, noStore: true, failures: c.failures}
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -100,6 +101,9 @@ type ClusterKey struct {
 	// ClusterID is the endpoints' cluster ("Kubernetes" by default), in the
 	// telemetry metadata of DNS clusters' inline endpoints.
 	ClusterID string
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // Hash feeds every field of the key (0 allocations).
@@ -127,7 +131,24 @@ func (k *ClusterKey) Hash() uint64 {
 		clHashService(&h, s)
 	}
 	h.Str(k.ClusterID)
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *ClusterKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, k.PatchContext()
+}
+
+// PatchContext is the EnvoyFilter context of the cluster: a router's are
+// GATEWAY, the inbound ones SIDECAR_INBOUND, the rest SIDECAR_OUTBOUND.
+func (k *ClusterKey) PatchContext() envoypatch.Context {
+	switch {
+	case k.ProxyType == ProxyRouter:
+		return envoypatch.Gateway
+	case k.Role == ClusterInbound || k.Role == ClusterInboundPassthrough:
+		return envoypatch.Inbound
+	}
+	return envoypatch.Outbound
 }
 
 func clHashMesh(h *Hasher, m *Mesh) {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -46,6 +47,9 @@ type GatewayListenerKey struct {
 	// Wasm are the WasmPlugins for this port of the router (mode CLIENT,
 	// as istiod takes a gateway's).
 	Wasm WasmFilters
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // Hash feeds every field.
@@ -72,7 +76,12 @@ func (k *GatewayListenerKey) Hash() uint64 {
 	k.Tracing.hashInto(&h)
 	k.TLSDefaults.hashInto(&h)
 	k.Wasm.hash(&h)
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *GatewayListenerKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, envoypatch.Gateway
 }
 
 func (k *GatewayListenerKey) bind() string {

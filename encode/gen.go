@@ -96,9 +96,29 @@ func get[K Key](c *Cache, n index.Names, k K, g *gen[K], resource bool) (*Entry,
 	if resource {
 		decode = func(b []byte) proto.Message { return anyPayload(b, ref) }
 	}
+	set, ctx := keyPatches(k)
 	build := func() (string, []byte, error) {
+		if set != nil {
+			// Patched: the reference message, patched, then marshaled; a
+			// REMOVE leaves an entry without bytes (Entry.Removed).
+			name, msg := ref()
+			if msg = applyPatches(c, set, ctx, keyHosts(n, k), msg); msg == nil {
+				return name, nil, nil
+			}
+			var b []byte
+			var err error
+			if resource {
+				b, err = AppendAny(nil, g.typeURL, msg)
+			} else {
+				b, err = marshalBare(msg)
+			}
+			return name, b, err
+		}
 		if g.app == nil {
 			name, msg := ref()
+			if msg == nil {
+				return name, nil, nil // nothing to generate (Entry.Removed)
+			}
 			var b []byte
 			var err error
 			if resource {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -203,6 +204,11 @@ func (k *SidecarIngressListenerKey) Hash() uint64 {
 	h.U64(k.Inbound.Hash())
 	h.U32(k.Port)
 	return h.Sum()
+}
+
+// patchSet: the patches of Inbound (set for this listener's port).
+func (k *SidecarIngressListenerKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Inbound.Patches, envoypatch.Inbound
 }
 
 // Name is the listener's name, BIND_PORT.

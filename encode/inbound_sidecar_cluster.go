@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -49,6 +50,11 @@ func (k *SidecarInboundClusterKey) Hash() uint64 {
 	h.Bool(k.Ingress)
 	h.Str(k.ProxyIPs)
 	return h.Sum()
+}
+
+// patchSet: the patches of Cluster (inbound).
+func (k *SidecarInboundClusterKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Cluster.Patches, envoypatch.Inbound
 }
 
 // SidecarInboundConnectionPool is istiod's InboundConnectionPoolForPort: the

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -26,7 +27,7 @@ var keyTypes = []encode.Key{
 	&encode.EndpointsKey{},
 	&encode.VirtualHostKey{}, &encode.OutboundListenerKey{}, &encode.VirtualOutboundKey{}, &encode.VirtualInboundKey{}, &encode.GRPCListenerKey{}, &encode.GRPCServerListenerKey{},
 	&encode.GatewayListenerKey{}, &encode.GatewayVirtualHostKey{}, &encode.GatewayRoutesKey{}, &encode.NameTableKey{}, &encode.SecretKey{},
-	&encode.SidecarIngressListenerKey{}, &encode.SidecarInboundClusterKey{}, &encode.RouteConfigKey{}, &encode.EgressCatchAllKey{},
+	&encode.SidecarIngressListenerKey{}, &encode.SidecarInboundClusterKey{}, &encode.RouteConfigKey{}, &encode.EgressCatchAllKey{}, &encode.AddedKey{},
 	&encode.ExtensionConfigKey{},
 }
 
@@ -139,8 +140,8 @@ func valueViolations(path string, typ reflect.Type, seen map[reflect.Type]bool) 
 		return out
 	case reflect.Pointer:
 		switch {
-		case isRow(typ), typ == entryType:
-			return nil // immutable, hashed by content
+		case isRow(typ), typ == entryType, typ == patchSetType:
+			return nil // immutable, hashed by content (a patch set by its Digest)
 		case typ.Elem().PkgPath() == encodePkg && typ.Elem().Kind() == reflect.Struct:
 			return valueViolations(path, typ.Elem(), seen) // a value the key owns
 		}
@@ -155,8 +156,10 @@ func valueViolations(path string, typ reflect.Type, seen map[reflect.Type]bool) 
 
 var (
 	entryType = reflect.TypeFor[*encode.Entry]()
-	encodePkg = reflect.TypeFor[encode.Entry]().PkgPath()
-	indexPkg  = reflect.TypeFor[index.Service]().PkgPath()
+	// patchSetType: an interned, immutable set of EnvoyFilter patches.
+	patchSetType = reflect.TypeFor[*envoypatch.Set]()
+	encodePkg    = reflect.TypeFor[encode.Entry]().PkgPath()
+	indexPkg     = reflect.TypeFor[index.Service]().PkgPath()
 )
 
 // A row is an index struct with a content hash computed once at ingest
@@ -236,6 +239,13 @@ func visitLeaves(path string, typ reflect.Type, at func(reflect.Value) reflect.V
 			leaf(path+".Hash", func(r reflect.Value) {
 				h := at(r).Elem().FieldByName("Hash")
 				h.SetUint(h.Uint() + 1)
+			})
+			return
+		}
+		if typ == patchSetType {
+			leaf(path+".Digest", func(r reflect.Value) {
+				d := at(r).Elem().FieldByName("Digest")
+				d.SetUint(d.Uint() + 1)
 			})
 			return
 		}
@@ -320,6 +330,10 @@ func fill(v reflect.Value) {
 			}
 		}
 	case reflect.Pointer:
+		if v.Type() == patchSetType {
+			v.Set(reflect.ValueOf(&envoypatch.Set{Digest: 7}))
+			return
+		}
 		p := reflect.New(v.Type().Elem())
 		fill(p.Elem())
 		v.Set(p)

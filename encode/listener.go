@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -61,6 +62,9 @@ type OutboundListenerKey struct {
 	// (mode CLIENT): every service chain gets them, the catch-all chain
 	// none, as in istiod.
 	Wasm WasmFilters
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // ListenerService is one service port on an outbound listener.
@@ -111,7 +115,12 @@ func (k *OutboundListenerKey) Hash() uint64 {
 		h.Str(s.SourceLabels)
 	}
 	k.Wasm.hash(&h)
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *OutboundListenerKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, envoypatch.Outbound
 }
 
 // Name returns istiod's listener name, "BIND_PORT".

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -44,6 +45,9 @@ type VirtualOutboundKey struct {
 	IPv6          bool
 	// Telemetry is the class's stats filter and access logs (nil: none).
 	Telemetry *Telemetry
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // Hash feeds every field.
@@ -53,7 +57,12 @@ func (k *VirtualOutboundKey) Hash() uint64 {
 	h.Str(k.EgressCluster)
 	h.Bool(k.IPv6)
 	k.Telemetry.hashInto(&h)
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *VirtualOutboundKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, envoypatch.Outbound
 }
 
 // VirtualOutboundListener is istiod's buildVirtualOutboundListener: connections
@@ -150,6 +159,9 @@ type VirtualInboundKey struct {
 	// Wasm are the WasmPlugins for the workload's server side (mode
 	// SERVER), with their ports: each chain takes those of its port.
 	Wasm WasmFilters
+	// Patches are the EnvoyFilter patches that may apply to the resource
+	// (nil: none; envoyfilter.go).
+	Patches *envoypatch.Set
 }
 
 // Hash feeds every field.
@@ -184,7 +196,12 @@ func (k *VirtualInboundKey) Hash() uint64 {
 	k.MeshMTLS.hashInto(&h)
 	h.Strs(k.PeerTrustDomains)
 	k.Wasm.hash(&h)
+	hashPatches(&h, k.Patches)
 	return h.Sum()
+}
+
+func (k *VirtualInboundKey) patchSet() (*envoypatch.Set, envoypatch.Context) {
+	return k.Patches, envoypatch.Inbound
 }
 
 // inboundOpt is istiod's FilterChainMatchOptions for PERMISSIVE mTLS.

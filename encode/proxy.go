@@ -74,6 +74,11 @@ type ProxyClass struct {
 	// the mesh traces (Mesh.Tracing): the HCMs of proxies of different
 	// canonical services differ, as in istiod.
 	Trace TraceIdentity
+	// EnvoyFilterProxy is what EnvoyFilter patches' match.proxy read of the
+	// proxy: its full ISTIO_VERSION, then "\nKEY=VALUE" for each metadata
+	// key a match names; "" when no patch has a proxy match, so that
+	// proxies of every version share a class then.
+	EnvoyFilterProxy string
 }
 
 // Hash feeds every field of the class.
@@ -91,6 +96,7 @@ func (p *ProxyClass) hashInto(h *Hasher) {
 	h.Str(p.ProxyIPs)
 	p.GatewayTopology.hashInto(h)
 	p.Trace.hashInto(h)
+	h.Str(p.EnvoyFilterProxy)
 }
 
 // Mesh holds mesh-wide settings (istiod's MeshConfig subset pilotfish

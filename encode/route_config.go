@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -139,6 +140,11 @@ type RouteConfigKey struct {
 	// VirtualHosts are cached parts (Part entries of KindVirtualHost, or
 	// CatchAllVirtualHost), in the order they appear.
 	VirtualHosts []*Entry
+	// Patches are the EnvoyFilter patches that may apply to the
+	// configuration (nil: none), in Context: the assembled message is
+	// decoded, patched and marshaled again (envoyfilter.go).
+	Patches *envoypatch.Set
+	Context envoypatch.Context
 }
 
 // Hash feeds the name, the options and every part's version.
@@ -153,6 +159,8 @@ func (k *RouteConfigKey) Hash() uint64 {
 			h.Str(e.Version)
 		}
 	}
+	hashPatches(&h, k.Patches)
+	h.U32(uint32(k.Context))
 	return h.Sum()
 }
 
@@ -175,6 +183,9 @@ func RouteConfigurationEntry(c *Cache, k *RouteConfigKey) (*Entry, error) {
 		clear(parts)
 		*sp = parts[:0]
 		rcScratch.Put(sp)
+		if k.Patches != nil {
+			return patchRouteConfiguration(c, k, b)
+		}
 		return k.Name, b, nil
 	}, func(b []byte) proto.Message {
 		m := &route.RouteConfiguration{}

@@ -62,7 +62,8 @@ func (a *changeAccumulator) add(snap *index.Snapshot, cs *index.ChangeSet) {
 		p.scoped = p.scoped.add(rest, p.full)
 		p.full = true
 	}
-	// Sidecars, Gateways, security policies, WasmPlugins and DestinationRules with a
+	// Sidecars, Gateways, security policies, WasmPlugins, EnvoyFilters (whose
+	// patch proxy matches classes also keep) and DestinationRules with a
 	// workloadSelector select proxies by labels, and failoverPriority
 	// lists name labels classes keep: they change classes.
 	failoverKeysChanged := drChanged && (snap == nil || fkeys != a.failoverKeys)
@@ -73,6 +74,7 @@ func (a *changeAccumulator) add(snap *index.Snapshot, cs *index.ChangeSet) {
 		len(cs.Configs[index.ConfigSidecar]) > 0 || len(cs.Configs[index.ConfigGateway]) > 0 ||
 		len(cs.Configs[index.ConfigPeerAuthentication]) > 0 || len(cs.Configs[index.ConfigAuthorizationPolicy]) > 0 ||
 		len(cs.Configs[index.ConfigRequestAuthentication]) > 0 || len(cs.Configs[index.ConfigWasmPlugin]) > 0 ||
+		len(cs.Configs[index.ConfigEnvoyFilter]) > 0 ||
 		selectorRuleChanged(snap, cs) {
 		p.instances = true
 	}

@@ -66,7 +66,15 @@ func ParseNode(n *corev3.Node) (*Node, error) {
 			out.Labels[k] = v.GetStringValue()
 		}
 	}
-	out.IstioVersion = majorMinor(str(md, "ISTIO_VERSION"))
+	out.FullIstioVersion = str(md, "ISTIO_VERSION")
+	out.IstioVersion = majorMinor(out.FullIstioVersion)
+	out.Metadata = func(k string) (string, bool) {
+		v, ok := md[k].GetKind().(*structpb.Value_StringValue)
+		if !ok {
+			return "", false
+		}
+		return v.StringValue, true
+	}
 	out.ClusterID = str(md, "CLUSTER_ID")
 	out.Network = str(md, "NETWORK")
 	out.MeshID = str(md, "MESH_ID")

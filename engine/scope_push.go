@@ -7,7 +7,8 @@ import (
 )
 
 // scopedChanges is a full change described by keys a scope can rule out
-// (security policies by namespace and selector, rules/scope_policy.go):
+// (security policies and EnvoyFilters by namespace and selector,
+// rules/scope_policy.go, rules/envoyfilter.go):
 // a class none of whose scopes (before and after) holds one of them gets no
 // push. This is what makes Sidecar scoping a performance feature: a proxy
 // limited to its namespace is not pushed to, and generates nothing, when
@@ -36,7 +37,7 @@ func (s *scopedChanges) add(cs *index.ChangeSet, hadFull bool) *scopedChanges {
 		switch index.ConfigKind(kind) {
 		case index.ConfigVirtualService, index.ConfigDestinationRule, index.ConfigServiceEntry,
 			index.ConfigPeerAuthentication, index.ConfigAuthorizationPolicy, index.ConfigRequestAuthentication,
-			index.ConfigSidecar, index.ConfigJWKS, index.ConfigWasmPlugin:
+			index.ConfigSidecar, index.ConfigJWKS, index.ConfigWasmPlugin, index.ConfigEnvoyFilter:
 		default:
 			if len(keys) > 0 {
 				return nil
@@ -81,6 +82,12 @@ func (s *scopedChanges) affects(prev, cur *rules.Scope, rootNS string) bool {
 			}
 			if c.kind == index.ConfigJWKS { // a fetched key set: rules/authn_jwks.go
 				if sc.HoldsJWKS(c.key, rootNS) {
+					return true
+				}
+				continue
+			}
+			if c.kind == index.ConfigEnvoyFilter { // rules/envoyfilter.go
+				if sc.HoldsEnvoyFilter(c.key, rootNS) {
 					return true
 				}
 				continue

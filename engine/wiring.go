@@ -14,9 +14,11 @@ import (
 // that cmd names no index or encode type (it imports neither).
 
 // CacheCounters is what metrics read of a bytes cache: its per-kind
-// counters. The engine's cache (Engine.Cache) is one.
+// counters, and the EnvoyFilter patches that failed to apply at its
+// generations. The engine's cache (Engine.Cache) is one.
 type CacheCounters interface {
 	Stats() []encode.Stats
+	PatchFailures() (uint64, []encode.PatchFailure)
 }
 
 // IndexCounts are the sizes and versions of the current snapshot, for

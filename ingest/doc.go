@@ -33,8 +33,9 @@
 // of go-control-plane linked by envoypatch/types.go) and indexed as
 // ConfigEnvoyFilter rows carrying their compiled patches
 // (index.Config.Derived, an *envoypatch.Filter; convert_envoyfilter.go);
-// the field ledger says in one warning per EnvoyFilter whether their
-// patches reach proxies (ledger_envoyfilter.go; docs/envoyfilter-design.md).
+// rules selects them per proxy class and encode applies them.
+// EXTENSION_CONFIG patches, not applied yet, get one ledger warning
+// (ledger_envoyfilter.go; docs/envoyfilter-design.md).
 //
 // Telemetries (telemetry.istio.io v1 and v1alpha1) are read, validated as
 // istiod validates them (validate_telemetry.go) and indexed as

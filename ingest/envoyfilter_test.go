@@ -77,11 +77,27 @@ func TestValidateEnvoyFilter(t *testing.T) {
 	})
 }
 
-// TestEnvoyFilterWarning checks that an EnvoyFilter is read (no longer
-// "not implemented") and that its patches get one precise warning, at the
-// configPatches line, from every consumer of the ledger.
+// extensionFilter adds an EXTENSION_CONFIG patch (not applied yet: ECDS is
+// not served) to luaFilter's.
+const extensionFilter = luaFilter + `- applyTo: EXTENSION_CONFIG
+  patch:
+    operation: ADD
+    value:
+      name: ext.lua
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua
+        defaultSourceCode: {inlineString: "function envoy_on_request(h) end"}
+`
+
+// TestEnvoyFilterWarning checks that an EnvoyFilter whose patches are all
+// applied gets no warning, and that one with an EXTENSION_CONFIG patch gets
+// one precise warning, at the configPatches line, from every consumer of
+// the ledger.
 func TestEnvoyFilterWarning(t *testing.T) {
-	in := ef(luaFilter)
+	if _, errs, warns := ingest.DecodeWithWarnings("ef.yaml", []byte(ef(luaFilter))); len(errs)+len(warns) > 0 {
+		t.Fatalf("applied patches: errors %s, warnings %s", errStrings(errs), errStrings(warns))
+	}
+	in := ef(extensionFilter)
 	objs, errs, warns := ingest.DecodeWithWarnings("ef.yaml", []byte(in))
 	if len(errs) > 0 || len(objs) != 1 {
 		t.Fatalf("decode: %d objects, errors:\n%s", len(objs), errStrings(errs))
@@ -94,7 +110,7 @@ func TestEnvoyFilterWarning(t *testing.T) {
 	}
 	w := asError(t, warns[0])
 	if !ingest.IsWarning(w) || strings.Contains(w.Error(), "not implemented") ||
-		!strings.Contains(w.Error(), "spec.configPatches: not supported by pilotfish: EnvoyFilter is read and validated but its patches are not applied yet; no proxy's configuration is patched") {
+		!strings.Contains(w.Error(), "spec.configPatches: not supported by pilotfish: EXTENSION_CONFIG patches are not applied yet (ECDS serves WasmPlugins only); those patches add no extension configuration; the others apply") {
 		t.Errorf("warning %q", w)
 	}
 	if want := strings.Count(in[:strings.Index(in, "configPatches")], "\n") + 1; w.Pos.Line != want {

@@ -20,7 +20,9 @@ const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
 // proxy's namespace (only there do they apply, destrule.go), those
 // VirtualService match sourceLabels name (virtualservice_source.go), the
 // keys a DestinationRule's failoverPriority lists (failoverKeys,
-// FailoverLabelKeys: EDS orders endpoints by them), and tlsMode. Proxies that differ
+// FailoverLabelKeys: EDS orders endpoints by them), those EnvoyFilter
+// workloadSelectors of the proxy's or the root namespace name
+// (envoyfilter.go), and tlsMode. Proxies that differ
 // only in labels no security policy looks at (pod-template-hash,
 // statefulset pod names) still share a class. A proxy with labels of which
 // none matter gets "-" (labels known, none relevant), so that the scope
@@ -71,7 +73,8 @@ func securityLabelsWith(snap *index.Snapshot, rootNS string, node *Node, failove
 			snap.ConfigsInNamespace(kind, s, addKeys)
 		}
 	}
-	keys = addSourceLabelKeys(snap, space, keys) // virtualservice_source.go
+	keys = addSourceLabelKeys(snap, space, keys)    // virtualservice_source.go
+	keys = envoyFilterKeys(snap, root, space, keys) // envoyfilter.go
 	for _, k := range failoverKeys {
 		if keys == nil {
 			keys = map[string]bool{}

@@ -9,6 +9,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -74,12 +75,18 @@ func buildClusters(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []st
 		return dst, err
 	}
 	if sc.Class.Type != encode.ProxySidecar {
-		return dst, nil
+		return b.added(dst, envoypatch.Gateway) // envoyfilter.go
+	}
+	if dst, err = b.added(dst, envoypatch.Outbound); err != nil {
+		return dst, err
 	}
 	if dst, err = b.inboundClusters(dst); err != nil { // sidecar_ingress.go
 		return dst, err
 	}
-	return b.fixed(encode.ClusterInboundPassthrough, dst)
+	if dst, err = b.fixed(encode.ClusterInboundPassthrough, dst); err != nil {
+		return dst, err
+	}
+	return b.added(dst, envoypatch.Inbound)
 }
 
 // cdsBuilder holds the per-build state: one key reused for every cluster
@@ -96,6 +103,8 @@ type cdsBuilder struct {
 	sni bool
 	// inbound is scratch for ClusterKey.Inbound.
 	inboundSvcs []*index.Service
+	// patches are the class's CLUSTER patches (nil: none; envoyfilter.go).
+	patches *envoypatch.Set
 }
 
 func newCDSBuilder(sc *Scope, mesh *encode.Mesh, cache *encode.Cache) *cdsBuilder {
@@ -107,7 +116,8 @@ func newCDSBuilder(sc *Scope, mesh *encode.Mesh, cache *encode.Cache) *cdsBuilde
 	}
 	return &cdsBuilder{
 		sc: sc, snap: snap, cache: cache,
-		mtls: mtlsCache{snap: snap, root: root},
+		patches: sc.Patches(mesh).Family(envoypatch.Clusters),
+		mtls:    mtlsCache{snap: snap, root: root},
 		key: encode.ClusterKey{
 			Mesh:      mesh,
 			ProxyType: sc.Class.Type,
@@ -131,11 +141,12 @@ func (b *cdsBuilder) emit(dst []Resource) ([]Resource, error) {
 		k.Role = encode.ClusterSNIDNAT
 		defer func() { k.Role = encode.ClusterOutbound }()
 	}
+	k.Patches = b.clusterPatches(&b.key)
 	e, err := encode.ClusterResource(b.cache, b.snap.Names(), k)
 	if err != nil {
 		return dst, fmt.Errorf("cds: %w", err)
 	}
-	if b.want != nil && !b.want[e.Name] {
+	if e.Removed() || (b.want != nil && !b.want[e.Name]) {
 		return dst, nil
 	}
 	return append(dst, resourceOf(e)), nil

@@ -11,6 +11,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -240,6 +241,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 	wasm := wasmPlugins(sc, mesh)  // wasm.go
 	tracing := tracingOf(sc, mesh) // tracing.go
 	tel := telemetryOf(sc, mesh)   // rules/telemetry.go
+	lp := sc.Patches(mesh).Family(envoypatch.Listeners)
 	for i := range m.ports {
 		p := &m.ports[i]
 		k := &encode.GatewayListenerKey{
@@ -258,6 +260,7 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 			TLSDefaults:       mesh.TLSDefaults,
 			Wasm:              wasmClient(wasm, p.number),
 		}
+		k.Patches = mayPatchListener(lp, envoypatch.Gateway, p.number)
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
 		}
@@ -265,12 +268,12 @@ func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 		if err != nil {
 			return dst, fmt.Errorf("listener: %w", err)
 		}
-		if e.Name == "" {
-			continue // no filter chain (a TCP server no VirtualService routes)
+		if e.Name == "" || e.Removed() {
+			continue // no filter chain (a TCP server no VirtualService routes), or an EnvoyFilter REMOVE
 		}
 		dst = append(dst, resourceOf(e))
 	}
-	return dst, nil
+	return addedListeners(cache, sc.Snapshot.Names(), lp, []envoypatch.Context{envoypatch.Gateway}, names, wildcard, dst)
 }
 
 // gatewayRouteNames lists a router's RDS names in port order.

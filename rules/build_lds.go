@@ -14,6 +14,7 @@ import (
 	"github.com/puzpuzpuz/xsync/v4"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -43,6 +44,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	wasm := wasmPlugins(sc, mesh)  // wasm.go
 	tracing := tracingOf(sc, mesh) // tracing.go
 	tel := telemetryOf(sc, mesh)   // rules/telemetry.go
+	lp := sc.Patches(mesh).Family(envoypatch.Listeners)
 	var err error
 	for i := range b.groups {
 		g := &b.groups[i]
@@ -64,6 +66,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			Services:                 g.services,
 			Wasm:                     wasmClient(wasm, g.port),
 		}
+		k.Patches = mayPatchListener(lp, envoypatch.Outbound, g.port)
 		if !b.wildcard && len(b.names) > 0 && !slices.Contains(b.names, k.Name()) {
 			continue
 		}
@@ -72,7 +75,8 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 		}
 	}
 	if b.wanted(encode.VirtualOutboundListenerName) {
-		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6, Telemetry: tel}
+		k := &encode.VirtualOutboundKey{OutboundAllowAny: mesh.OutboundAllowAny, EgressCluster: sc.egressProxyCluster(mesh), IPv6: sc.Class.IPv6, Telemetry: tel,
+			Patches: mayPatchListener(lp, envoypatch.Outbound, 0)}
 		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualOutboundGen); err != nil {
 			return dst, err
 		}
@@ -96,14 +100,15 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			Wasm:                     wasmServer(wasm),
 		}
 		setSidecarInbound(sc, sec, k) // a Sidecar's ingress listeners (sidecar_ingress.go)
+		k.Patches = mayPatchListener(lp, envoypatch.Inbound, 0)
 		if dst, err = appendResource(dst, cache, sc.Snapshot.Names(), k, encode.VirtualInboundGen); err != nil {
 			return dst, err
 		}
-		if dst, err = sidecarIngressListeners(cache, sc.Snapshot.Names(), k, names, wildcard, dst); err != nil {
+		if dst, err = sidecarIngressListeners(cache, sc.Snapshot.Names(), k, lp, names, wildcard, dst); err != nil {
 			return dst, err
 		}
 	}
-	return dst, nil
+	return addedListeners(cache, sc.Snapshot.Names(), lp, []envoypatch.Context{envoypatch.Outbound, envoypatch.Inbound}, names, wildcard, dst)
 }
 
 // appendResource appends the cached resource of k, generating it on a miss.
@@ -111,6 +116,9 @@ func appendResource[K encode.Key](dst []Resource, cache *encode.Cache, n index.N
 	e, err := encode.Resource(cache, n, k, gen)
 	if err != nil {
 		return dst, fmt.Errorf("listener: %w", err)
+	}
+	if e.Removed() {
+		return dst, nil // an EnvoyFilter REMOVE
 	}
 	return append(dst, resourceOf(e)), nil
 }

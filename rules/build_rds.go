@@ -296,9 +296,14 @@ func (b *rdsBuilder) appendTransientRoute(name string, opts encode.RouteConfigOp
 }
 
 func (b *rdsBuilder) appendRouteConfigTo(cache *encode.Cache, name string, opts encode.RouteConfigOptions, dst []Resource) ([]Resource, error) {
-	e, err := encode.RouteConfigurationEntry(cache, &encode.RouteConfigKey{Name: name, Options: opts, VirtualHosts: b.parts})
+	k := &encode.RouteConfigKey{Name: name, Options: opts, VirtualHosts: b.parts}
+	k.Patches, k.Context = b.routePatches(name)
+	e, err := encode.RouteConfigurationEntry(cache, k)
 	if err != nil {
 		return dst, fmt.Errorf("route %s: %w", name, err)
+	}
+	if e.Removed() {
+		return dst, nil // an EnvoyFilter REMOVE
 	}
 	return append(dst, resourceOf(e)), nil
 }

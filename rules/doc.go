@@ -8,9 +8,12 @@
 // bind or captureMode shape the outbound listeners and routes,
 // sidecar_egress.go; its inbound side, instances.go and
 // sidecar_ingress.go; the mesh's exportTo defaults for objects that set
-// none, exportto.go), the VirtualService, DestinationRule and security
-// policy rules (virtualservice*.go: precedence, match sourceLabels,
-// delegation; destrule.go and destrule_pool.go: istiod's DestinationRule
+// none, exportto.go), the EnvoyFilters that apply to a class
+// (envoyfilter.go: istiod's selection and order, an interned
+// *envoypatch.Set per class that cluster, listener and route
+// configuration keys carry when a patch may touch them), the
+// VirtualService, DestinationRule and security policy rules
+// (virtualservice*.go: precedence, match sourceLabels, delegation; destrule.go and destrule_pool.go: istiod's DestinationRule
 // pools, merging and workloadSelector; authn.go: PeerAuthentication
 // modes, AuthorizationPolicy and RequestAuthentication, by namespace and
 // labels, and where each JWT rule's keys come from, authn_jwks.go;

@@ -17,11 +17,18 @@ type Node struct {
 	IPs       []netip.Addr
 	Namespace string
 	// Labels are the workload's labels (metadata LABELS).
-	Labels       map[string]string
-	IstioVersion string
-	ClusterID    string
-	Network      string
-	Locality     string
+	Labels map[string]string
+	// IstioVersion is ISTIO_VERSION's major.minor, FullIstioVersion all
+	// of it (EnvoyFilter proxyVersion matches read it).
+	IstioVersion     string
+	FullIstioVersion string
+	// Metadata returns a node metadata string field (nil: none), for
+	// EnvoyFilter match.proxy.metadata (envoyfilter.go keeps in the class
+	// only the keys some patch names).
+	Metadata  func(key string) (string, bool)
+	ClusterID string
+	Network   string
+	Locality  string
 	// PodName is the part of the ID before the namespace.
 	PodName string
 	// GatewayTopology is PROXY_CONFIG's gatewayTopology; only a router's

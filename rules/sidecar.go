@@ -39,6 +39,7 @@ func ClassOfIn(views *Views, snap *index.Snapshot, rootNS string, node *Node) en
 	}
 	c.ProxyIPs = sidecarProxyIPs(snap, c.Sidecar, node)
 	c.Labels = securityLabelsWith(snap, rootNS, node, views.failoverLabelKeys(snap))
+	c.EnvoyFilterProxy = envoyFilterProxy(views, snap, node)
 	if node.Type == encode.ProxyRouter {
 		c.Gateways = SelectGateways(snap, labels)
 	}

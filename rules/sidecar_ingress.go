@@ -9,6 +9,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -86,7 +87,7 @@ func setSidecarInbound(sc *Scope, sec *workloadSecurity, k *encode.VirtualInboun
 
 // sidecarIngressListeners appends the listeners of ingress ports whose
 // captureMode is NONE, in port order, after virtualInbound (istiod's order).
-func sidecarIngressListeners(cache *encode.Cache, n index.Names, vk *encode.VirtualInboundKey, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
+func sidecarIngressListeners(cache *encode.Cache, n index.Names, vk *encode.VirtualInboundKey, lp *envoypatch.Set, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	if vk.Sidecar == nil {
 		return dst, nil
 	}
@@ -101,6 +102,7 @@ func sidecarIngressListeners(cache *encode.Cache, n index.Names, vk *encode.Virt
 	var err error
 	for _, p := range ports {
 		k := &encode.SidecarIngressListenerKey{Inbound: *vk, Port: p}
+		k.Inbound.Patches = mayPatchListener(lp, envoypatch.Inbound, p)
 		if !wildcard && len(names) > 0 && !slices.Contains(names, k.Name()) {
 			continue
 		}
@@ -198,11 +200,12 @@ func (b *cdsBuilder) sidecarKey(row *index.Config) *encode.SidecarInboundCluster
 }
 
 func (b *cdsBuilder) emitSidecar(k *encode.SidecarInboundClusterKey, dst []Resource) ([]Resource, error) {
+	k.Cluster.Patches = b.clusterPatches(&k.Cluster)
 	e, err := encode.Resource(b.cache, b.snap.Names(), k, encode.SidecarInboundClusterGen)
 	if err != nil {
 		return dst, fmt.Errorf("cds: %w", err)
 	}
-	if b.want != nil && !b.want[e.Name] {
+	if e.Removed() || (b.want != nil && !b.want[e.Name]) {
 		return dst, nil
 	}
 	return append(dst, resourceOf(e)), nil

@@ -56,6 +56,9 @@ type configView struct {
 	// failoverKeys: the label keys failoverPriority lists name
 	// (build_eds_failover.go), set once.
 	failoverKeys atomic.Pointer[[]string]
+
+	// ef: compiled EnvoyFilters and interned patch sets (envoyfilter.go).
+	ef efState
 }
 
 func newConfigView(version uint64, verify bool, prev *configView, mesh *encode.Mesh) *configView {
@@ -155,6 +158,7 @@ type scopeMemo struct {
 	gateway         atomic.Pointer[mergedGateway]
 	routes          atomic.Pointer[routeViewMemo]
 	autoPassthrough lazyBool
+	patches         atomic.Pointer[patchesMemo] // envoyfilter.go
 	// checked* are the snapshot versions verify mode last checked the
 	// memos in.
 	checkedGateway, checkedRoutes, checkedAuto atomic.Uint64

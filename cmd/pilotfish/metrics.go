@@ -140,6 +140,8 @@ var (
 	cacheBytesDesc   = prometheus.NewDesc("pilotfish_cache_bytes", "Bytes held by the bytes cache, by kind.", []string{"kind"}, nil)
 	cacheHitsDesc    = prometheus.NewDesc("pilotfish_cache_hits_total", "Bytes cache hits, by kind.", []string{"kind"}, nil)
 	cacheMissesDesc  = prometheus.NewDesc("pilotfish_cache_misses_total", "Bytes cache misses (generations), by kind.", []string{"kind"}, nil)
+	efFailuresDesc   = prometheus.NewDesc("pilotfish_envoy_filter_failures_total",
+		"EnvoyFilter patches that failed to apply (skipped, the rest applied), counted once per generated resource, not per proxy.", nil, nil)
 )
 
 type cacheCollector struct{ c engine.CacheCounters }
@@ -149,6 +151,7 @@ func (cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- cacheBytesDesc
 	ch <- cacheHitsDesc
 	ch <- cacheMissesDesc
+	ch <- efFailuresDesc
 }
 
 func (cc cacheCollector) Collect(ch chan<- prometheus.Metric) {
@@ -158,6 +161,8 @@ func (cc cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(cacheHitsDesc, prometheus.CounterValue, float64(s.Hits), s.Kind)
 		ch <- prometheus.MustNewConstMetric(cacheMissesDesc, prometheus.CounterValue, float64(s.Misses), s.Kind)
 	}
+	n, _ := cc.c.PatchFailures()
+	ch <- prometheus.MustNewConstMetric(efFailuresDesc, prometheus.CounterValue, float64(n))
 }
 
 // typeLabel is istiod's short type label.

@@ -89,14 +89,18 @@ func TestValidateAgreesWithServe(t *testing.T) {
 		{"unimplemented kind", func(d dir) {
 			write(d, "pc.yaml", "apiVersion: networking.istio.io/v1beta1\nkind: ProxyConfig\nmetadata: {name: pc, namespace: shop}\nspec: {}\n")
 		}, nil, 0, "config/pc.yaml:1: warning: ProxyConfig shop/pc: not implemented by pilotfish (networking.istio.io/v1beta1); the object is ignored", "0 objects, 0 errors, 1 warning\n"},
-		{"EnvoyFilter patches not applied", func(d dir) {
+		{"EnvoyFilter patches applied", func(d dir) {
 			write(d, "ef.yaml", "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: ef, namespace: shop}\nspec:\n"+
 				"  configPatches: [{applyTo: CLUSTER, match: {cluster: {service: reviews.shop.svc.cluster.local}}, patch: {operation: MERGE, value: {connect_timeout: 3s}}}]\n")
-		}, nil, 0, "config/ef.yaml:5: warning: EnvoyFilter shop/ef: spec.configPatches: not supported by pilotfish: EnvoyFilter is read and validated but its patches are not applied yet; no proxy's configuration is patched", "1 object, 0 errors, 1 warning\n"},
+		}, nil, 0, "", "1 object, 0 errors\n"},
+		{"EnvoyFilter EXTENSION_CONFIG not applied", func(d dir) {
+			write(d, "ef.yaml", "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: ef, namespace: shop}\nspec:\n"+
+				"  configPatches: [{applyTo: EXTENSION_CONFIG, patch: {operation: ADD, value: {name: ext.lua, typed_config: {'@type': type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua}}}}]\n")
+		}, nil, 0, "config/ef.yaml:5: warning: EnvoyFilter shop/ef: spec.configPatches: not supported by pilotfish: EXTENSION_CONFIG patches are not applied yet (ECDS serves WasmPlugins only); those patches add no extension configuration; the others apply", "1 object, 0 errors, 1 warning\n"},
 		{"EnvoyFilter invalid", func(d dir) {
 			write(d, "ef.yaml", "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: ef, namespace: shop}\nspec:\n"+
 				"  configPatches: [{applyTo: CLUSTER, patch: {operation: MERGE}}]\n")
-		}, nil, 1, "config/ef.yaml:5: EnvoyFilter shop/ef: spec.configPatches[0].patch.value: required for operation MERGE (only REMOVE takes none)", "1 object, 1 error, 1 warning\n"},
+		}, nil, 1, "config/ef.yaml:5: EnvoyFilter shop/ef: spec.configPatches[0].patch.value: required for operation MERGE (only REMOVE takes none)", "1 object, 1 error\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
