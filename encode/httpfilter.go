@@ -130,12 +130,14 @@ func sidecarInboundHTTPFilters(grpcWeb bool, stats *hcm.HttpFilter) []*hcm.HttpF
 }
 
 // gatewayHTTPFilters is a router's HTTP chain (before its security
-// filters are inserted after metadata exchange).
+// filters are inserted after metadata exchange): the outbound chain, ALPN
+// override included, as istiod sets it on every HCM but a sidecar's
+// inbound ones (ENABLE_ALPN_FILTER, on by default).
 func gatewayHTTPFilters(stats *hcm.HttpFilter) []*hcm.HttpFilter {
 	if stats == nil {
-		return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
+		return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfAlpn, hfFault, hfCors, hfRouter}
 	}
-	return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, stats, hfRouter}
+	return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfAlpn, hfFault, hfCors, stats, hfRouter}
 }
 
 // grpcClientHTTPFilters are the filters proxyless gRPC supports on client
