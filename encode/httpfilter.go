@@ -133,11 +133,17 @@ func sidecarInboundHTTPFilters(grpcWeb bool, stats *hcm.HttpFilter) []*hcm.HttpF
 // filters are inserted after metadata exchange): the outbound chain, ALPN
 // override included, as istiod sets it on every HCM but a sidecar's
 // inbound ones (ENABLE_ALPN_FILTER, on by default).
-func gatewayHTTPFilters(stats *hcm.HttpFilter) []*hcm.HttpFilter {
-	if stats == nil {
-		return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfAlpn, hfFault, hfCors, hfRouter}
+func gatewayHTTPFilters(grpcWeb bool, stats *hcm.HttpFilter) []*hcm.HttpFilter {
+	out := make([]*hcm.HttpFilter, 0, 7)
+	out = append(out, hfMxOutbound)
+	if grpcWeb {
+		out = append(out, hfGrpcWeb)
 	}
-	return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfAlpn, hfFault, hfCors, stats, hfRouter}
+	out = append(out, hfGrpcStats, hfAlpn, hfFault, hfCors)
+	if stats != nil {
+		out = append(out, stats)
+	}
+	return append(out, hfRouter)
 }
 
 // grpcClientHTTPFilters are the filters proxyless gRPC supports on client

@@ -35,7 +35,7 @@ var gatewayHCMCases = []string{
 	"telemetry-default", "authz-custom", "jwt-gateway", "wasm-basic",
 	"tracing-default", "tracing-zipkin", "tracing-otel", "tracing-otel-grpc", "tracing-proxyconfig",
 	"gw-hashpolicy", "gw-shortname", "gw-sidecar", "gw-tls-files", "gw-tls-pinning", "gw-topology",
-	"mesh-listener", "vs-delegate", "vs-sourcelabels",
+	"mesh-listener", "vs-delegate", "vs-sourcelabels", "gw-grpcweb",
 }
 
 // gatewayHCMs is every HTTP connection manager of a router's listeners
