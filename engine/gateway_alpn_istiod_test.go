@@ -227,9 +227,78 @@ func TestGatewayHTTPFiltersMatchIstiod(t *testing.T) {
 			}
 		}
 	}
-	// The cases hold 20 routers; fewer means a case lost its gateway.
-	if routers < 20 || alpns < routers {
-		t.Errorf("compared %d routers, %d istio.alpn filters; want 20 or more, at least one each", routers, alpns)
+	// The cases hold 22 routers; fewer means a case lost its gateway.
+	if routers < 22 || alpns < routers {
+		t.Errorf("compared %d routers, %d istio.alpn filters; want 22 or more, at least one each", routers, alpns)
 	}
 	t.Logf("%d routers, %d connection managers with istio.alpn compared", routers, alpns)
+}
+
+// TestGatewayListenersSharedWithAlpn: istio.alpn and grpc_web are part of
+// the gateway listener's key only through its servers, so a second router
+// pod of the same class (case gw-grpcweb's gateway, another pod name and
+// IP) takes every listener from the cache: no miss, one hit per listener,
+// the same bytes.
+func TestGatewayListenersSharedWithAlpn(t *testing.T) {
+	c, err := istiodref.LoadCase("gw-grpcweb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm := scenario.NewMesh()
+	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
+		t.Fatal(err)
+	}
+	cache := encode.NewCache()
+	e := New(sm.W, Options{Cache: cache})
+	gw := c.Proxies[0]
+	listenerStats := func() encode.Stats {
+		for _, s := range cache.Stats() {
+			if s.Kind == "listener" {
+				return s
+			}
+		}
+		t.Fatal("no listener cache stats")
+		return encode.Stats{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gen := func(id string) map[string]string {
+		t.Helper()
+		md, err := structpb.NewStruct(gw.Metadata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: md}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, r := range rs {
+			out[r.Name] = string(r.Any)
+		}
+		return out
+	}
+	first := gen(gw.ID)
+	s1 := listenerStats()
+	second := gen(strings.NewReplacer("10.1.77.1", "10.1.77.2", "7d9f", "8e0a").Replace(gw.ID))
+	s2 := listenerStats()
+	if len(first) != 3 || len(second) != len(first) {
+		t.Fatalf("listeners: first pod %d, second %d; want 3", len(first), len(second))
+	}
+	if s2.Misses != s1.Misses || s2.Hits-s1.Hits != uint64(len(second)) {
+		t.Errorf("second router pod: %d misses and %d hits more, want 0 and %d", s2.Misses-s1.Misses, s2.Hits-s1.Hits, len(second))
+	}
+	for name, b := range first {
+		if second[name] != b {
+			t.Errorf("listener %s differs between two pods of one class", name)
+		}
+		if !strings.Contains(b, "istio.alpn") {
+			t.Errorf("listener %s has no istio.alpn", name)
+		}
+	}
 }
