@@ -2,9 +2,11 @@ package encode
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 	security "istio.io/api/security/v1beta1"
@@ -62,7 +64,8 @@ func TestGatewayHCMComposed(t *testing.T) {
 
 // TestGatewayListenerComposed: a router's listener encoded directly is byte
 // for byte the marshaled GatewayListener: plain HTTP servers sharing one
-// chain, HTTPS servers (ISTIO_MUTUAL, SIMPLE with a credential, a named
+// chain (a GRPC-WEB first server adds grpc_web to it; istio.alpn is on
+// every HCM), HTTPS servers (ISTIO_MUTUAL, SIMPLE with a credential, a named
 // server, a wildcard host) composed, and a PASSTHROUGH server's built chain
 // between them; with and without security filters; no listener for a port
 // with no chain.
@@ -78,6 +81,7 @@ func TestGatewayListenerComposed(t *testing.T) {
 	mutual := &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_ISTIO_MUTUAL}
 	http1 := gw("http1", &networking.Server{Port: port(80, "http", "HTTP"), Hosts: []string{"a.example"}})
 	http2 := gw("http2", &networking.Server{Port: port(80, "http", "http"), Hosts: []string{"gw/b.example"}})
+	grpcWeb := gw("grpcweb", &networking.Server{Port: port(80, "grpc-web", "GRPC-WEB"), Hosts: []string{"*"}})
 	https := gw("https",
 		&networking.Server{Port: port(443, "https", "HTTPS"), Hosts: []string{"a.example", "b.example"}, Tls: mutual},
 		&networking.Server{Port: port(443, "https", "HTTPS"), Name: "named", Hosts: []string{"*"},
@@ -102,6 +106,7 @@ func TestGatewayListenerComposed(t *testing.T) {
 		Spec: &security.RequestAuthentication{JwtRules: []*security.JWTRule{{Issuer: "https://a.example", Jwks: `{"keys":[]}`}}}}
 	keys := map[string]*GatewayListenerKey{
 		"http":          {Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: append(servers(http1), servers(http2)...)},
+		"grpc-web":      {Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: append(servers(grpcWeb), servers(http1)...)},
 		"http+security": {Namespace: "gw", DomainSuffix: "cluster.local", Port: 80, Servers: servers(http1), RequestAuthn: JWTRules{Policies: []*index.Config{ra}}},
 		"https":         {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, Servers: servers(https, vs)},
 		"https, IPv6":   {Namespace: "gw", DomainSuffix: "cluster.local", Port: 443, IPv6: true, Servers: servers(https, vs)[:2]},
@@ -120,8 +125,34 @@ func TestGatewayListenerComposed(t *testing.T) {
 		if name == "no chain" && gotName != "" {
 			t.Errorf("no chain: listener %q", gotName)
 		}
+		if hfs := gatewayHCMFilterNames(t, msg.(*listener.Listener)); (name == "grpc-web") != slices.Contains(hfs, "envoy.filters.http.grpc_web") ||
+			(name != "no chain" && !slices.Contains(hfs, "istio.alpn")) {
+			t.Errorf("%s: HTTP filters %q", name, hfs)
+		}
 		if name == "https" && len(msg.(*listener.Listener).FilterChains) != 4 {
 			t.Errorf("https: %d chains, want 4", len(msg.(*listener.Listener).FilterChains))
 		}
 	}
+}
+
+// gatewayHCMFilterNames are the HTTP filter names of every connection
+// manager of l, in order.
+func gatewayHCMFilterNames(t *testing.T, l *listener.Listener) []string {
+	t.Helper()
+	var out []string
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			if f.GetName() != hcmFilterName {
+				continue
+			}
+			var h hcm.HttpConnectionManager
+			if err := f.GetTypedConfig().UnmarshalTo(&h); err != nil {
+				t.Fatal(err)
+			}
+			for _, hf := range h.GetHttpFilters() {
+				out = append(out, hf.GetName())
+			}
+		}
+	}
+	return out
 }

@@ -292,7 +292,7 @@ func sniNames(hosts []string) []string {
 // come from RDS.
 func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
 	h := lsHCM(hcmOpts{statPrefix: statPrefix, rds: rds, path: k.PathNormalization, tracing: &k.Tracing})
-	h.HttpFilters = gatewayHTTPFilters(k.Telemetry.statsHTTP(sideGateway))
+	h.HttpFilters = gatewayHTTPFilters(k.grpcWebPort(), k.Telemetry.statsHTTP(sideGateway))
 	h.AccessLog = k.Telemetry.accessLogs(sideGateway, false)
 	h = (&inboundSecurity{http: k.securityHTTPFilters()}).withHTTP(h, k.Port)
 	h.UseRemoteAddress = wrapperspb.Bool(true)
@@ -308,6 +308,23 @@ func (k gwlIn) gatewayHCM(statPrefix, rds string) *hcm.HttpConnectionManager {
 	h.HttpProtocolOptions = &core.Http1ProtocolOptions{}
 	h.Proxy_100Continue = false
 	return h
+}
+
+// grpcWebPort: the port's first plain HTTP server speaks GRPC-WEB. istiod
+// merges a port's plain HTTP servers into the first one's server port,
+// whose protocol decides its connection manager's grpc_web filter; an
+// HTTPS server's protocol is HTTPS, never GRPC-WEB.
+func (k gwlIn) grpcWebPort() bool {
+	for i := range k.Servers {
+		srv := k.Servers[i].Server()
+		if srv == nil {
+			continue
+		}
+		if p := GatewayProtocol(srv); p.IsHTTP() {
+			return p == index.ProtocolGRPCWeb
+		}
+	}
+	return false
 }
 
 // adsSDS is a credentialName secret served by the control plane over ADS.

@@ -130,12 +130,20 @@ func sidecarInboundHTTPFilters(grpcWeb bool, stats *hcm.HttpFilter) []*hcm.HttpF
 }
 
 // gatewayHTTPFilters is a router's HTTP chain (before its security
-// filters are inserted after metadata exchange).
-func gatewayHTTPFilters(stats *hcm.HttpFilter) []*hcm.HttpFilter {
-	if stats == nil {
-		return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, hfRouter}
+// filters are inserted after metadata exchange): the outbound chain, ALPN
+// override included, as istiod sets it on every HCM but a sidecar's
+// inbound ones (ENABLE_ALPN_FILTER, on by default).
+func gatewayHTTPFilters(grpcWeb bool, stats *hcm.HttpFilter) []*hcm.HttpFilter {
+	out := make([]*hcm.HttpFilter, 0, 7)
+	out = append(out, hfMxOutbound)
+	if grpcWeb {
+		out = append(out, hfGrpcWeb)
 	}
-	return []*hcm.HttpFilter{hfMxOutbound, hfGrpcStats, hfFault, hfCors, stats, hfRouter}
+	out = append(out, hfGrpcStats, hfAlpn, hfFault, hfCors)
+	if stats != nil {
+		out = append(out, stats)
+	}
+	return append(out, hfRouter)
 }
 
 // grpcClientHTTPFilters are the filters proxyless gRPC supports on client

@@ -32,12 +32,6 @@ import (
 // connection manager, its HTTP filters: names, order and the istio.stats
 // typed configs.
 
-// telemetryKnown are differences istiod and pilotfish had before stats
-// (not telemetry's): only logged.
-var telemetryKnown = map[string]string{
-	"istio.alpn": "pilotfish's gateway HCM has no istio.alpn filter (istiod adds it on every non-inbound HCM)",
-}
-
 // chainFilters renders a filter chain's filters as a list: network filter
 // names, an HCM as "hcm[" + its HTTP filters + "]", istio.stats with its
 // typed config's JSON.
@@ -102,7 +96,7 @@ func listenerChains(t *testing.T, l map[string]any) map[string][]string {
 // telemetryDiffs generates each proxy's listeners with mesh and returns
 // how their chains' filters differ from istiod's, and how many chains
 // carried istio.stats on istiod's side.
-func telemetryDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs, known []string, statsChains int) {
+func telemetryDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs []string, statsChains int) {
 	t.Helper()
 	sm := scenario.NewMesh()
 	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
@@ -169,33 +163,14 @@ func telemetryDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs, 
 				if slices.Equal(gf, w) {
 					continue
 				}
-				d := fmt.Sprintf("%s: %s chain %s filters\n got %q\nwant %q", p.Name, ln, id, gf, w)
-				if slices.Equal(withoutKnown(gf), withoutKnown(w)) {
-					known = append(known, d)
-				} else {
-					diffs = append(diffs, d)
-				}
+				diffs = append(diffs, fmt.Sprintf("%s: %s chain %s filters\n got %q\nwant %q", p.Name, ln, id, gf, w))
 			}
 		}
 		t.Logf("%s: %d listeners, %d chains compared", p.Name, len(dump.Listeners), compared)
 		conn.Close()
 		cancel()
 	}
-	return diffs, known, statsChains
-}
-
-// withoutKnown drops telemetryKnown's filters from a chain's list.
-func withoutKnown(l []string) []string {
-	out := make([]string, 0, len(l))
-	for _, f := range l {
-		if strings.HasPrefix(f, "hcm[") {
-			hs := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(f, "hcm["), "]"))
-			hs = slices.DeleteFunc(hs, func(h string) bool { _, k := telemetryKnown[h]; return k })
-			f = "hcm[" + strings.Join(hs, " ") + "]"
-		}
-		out = append(out, f)
-	}
-	return out
+	return diffs, statsChains
 }
 
 // kubeAPIListener is the outbound listener of the reference API server's
@@ -239,12 +214,9 @@ func TestDefaultTelemetryMatchesIstiod(t *testing.T) {
 	if !m.Stats {
 		t.Fatal("the chart's mesh config does not turn stats on")
 	}
-	diffs, known, statsChains := telemetryDiffs(t, c, m)
+	diffs, statsChains := telemetryDiffs(t, c, m)
 	if statsChains < 10 {
 		t.Fatalf("istiod's dumps have %d chains with istio.stats; want the case's 10 or more", statsChains)
-	}
-	for _, d := range known {
-		t.Logf("known difference (%v): %s", telemetryKnown, d)
 	}
 	for _, d := range diffs {
 		t.Error(d)
@@ -258,7 +230,7 @@ func TestDefaultTelemetryCaseSeesStats(t *testing.T) {
 	c := loadMeshCase(t, "telemetry-default")
 	m := telemetryCaseMesh(t, c).Clone()
 	m.Stats, m.Telemetry = false, nil // Telemetry: the stats and logs engine derived
-	diffs, _, statsChains := telemetryDiffs(t, c, m)
+	diffs, statsChains := telemetryDiffs(t, c, m)
 	n := 0
 	for _, d := range diffs {
 		if strings.Contains(d, "istio.stats") {
