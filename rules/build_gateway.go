@@ -237,7 +237,7 @@ func autoPassthroughServices(sc *Scope, srv *networking.Server) []*index.Service
 func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	m := gatewayOf(sc, mesh)
 	sec := securityOf(sc, mesh)
-	wasm := wasmPlugins(sc, mesh) // wasm.go
+	wasm := wasmPlugins(sc, mesh)  // wasm.go
 	tracing := tracingOf(sc, mesh) // tracing.go
 	for i := range m.ports {
 		p := &m.ports[i]

@@ -40,7 +40,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	b.view = routeViewOf(sc, mesh)
 	b.names, b.wildcard = names, wildcard
 	b.outbound()
-	wasm := wasmPlugins(sc, mesh) // wasm.go
+	wasm := wasmPlugins(sc, mesh)  // wasm.go
 	tracing := tracingOf(sc, mesh) // tracing.go
 	var err error
 	for i := range b.groups {
