@@ -80,16 +80,17 @@ func pluginPullSecret(snap *index.Snapshot, resName string) (*index.Config, stri
 	return c, string(data[DockerConfigKey])
 }
 
-// PullSecretName is the Secret name a WasmPlugin's imagePullSecret names:
-// NAME, kubernetes://NAME or kubernetes://NS/NAME (the namespace is the
-// plugin's whatever NS says, as istiod rewrites it). ok is false for an
-// empty or malformed name.
+// PullSecretName is the Secret name a WasmPlugin's imagePullSecret names,
+// read as istiod reads it: NAME, kubernetes://NAME or kubernetes://NS/NAME,
+// anything past a second "/" ignored (the namespace is the plugin's
+// whatever NS says, as istiod rewrites it). ok is false for an empty name.
 func PullSecretName(s string) (string, bool) {
-	s = strings.TrimPrefix(s, kubernetesSecretPrefix)
-	if _, after, found := strings.Cut(s, "/"); found {
-		s = after
+	parts := strings.Split(strings.TrimPrefix(s, kubernetesSecretPrefix), "/")
+	name := parts[0]
+	if len(parts) > 1 {
+		name = parts[1]
 	}
-	return s, s != "" && !strings.Contains(s, "/")
+	return name, name != ""
 }
 
 // WasmPullSecretRefs calls fn with the namespace and Secret name of every

@@ -16,6 +16,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/internal/testcert"
@@ -103,18 +104,7 @@ func (s *ecdsStream) next(t *testing.T) ecdsGot {
 		ResourceNames: []string{wasmSecretPlugin, wasmPublicPlugin, wasmRootPlugin}})
 	got := ecdsGot{raw: map[string][]byte{}, secret: map[string]string{}}
 	for _, a := range r.Resources {
-		var tec corev3.TypedExtensionConfig
-		if err := a.UnmarshalTo(&tec); err != nil {
-			t.Fatal(err)
-		}
-		var w httpwasm.Wasm
-		if err := tec.GetTypedConfig().UnmarshalTo(&w); err != nil {
-			t.Fatal(err)
-		}
-		got.raw[tec.Name] = a.Value
-		if v, ok := w.GetConfig().GetVmConfig().GetEnvironmentVariables().GetKeyValues()[wasmPullSecretEnv]; ok {
-			got.secret[tec.Name] = v
-		}
+		got.add(t, a)
 	}
 	return got
 }
@@ -185,6 +175,21 @@ func TestWasmPullSecretVerifiedOnly(t *testing.T) {
 		t.Errorf("billing proxy got %d resources (root secret %q); want only the root plugin, with its Secret", len(b.raw), b.secret[wasmRootPlugin])
 	}
 
+	// A second authenticated proxy of the class shares the variant's bytes;
+	// a Delta stream over mTLS gets the content too, a plaintext one not.
+	v2 := openECDS(t, ctx, s.dialTLS(t, leaf("spiffe://cluster.local/ns/shop/sa/cart")), xdsNode(t, "cart-2", "shop", "shop", "cart"), all...).next(t)
+	if string(v2.raw[wasmSecretPlugin]) != string(v.raw[wasmSecretPlugin]) {
+		t.Error("two authenticated proxies of one class got different bytes for the plugin with a pull secret")
+	}
+	tlsDelta := deltaECDS(t, ctx, s.dialTLS(t, leaf("spiffe://cluster.local/ns/shop/sa/cart")), xdsNode(t, "cart-3", "shop", "shop", "cart"), all)
+	plainDelta := deltaECDS(t, ctx, plain, xdsNode(t, "cart-4", "shop", "shop", "cart"), all)
+	if tlsDelta.secret[wasmSecretPlugin] != v.secret[wasmSecretPlugin] || len(tlsDelta.raw) != 3 {
+		t.Errorf("Delta over mTLS: %d resources, pull secret %q; want 3 and shop/pull's", len(tlsDelta.raw), tlsDelta.secret[wasmSecretPlugin])
+	}
+	if got, ok := plainDelta.secret[wasmSecretPlugin]; !ok || got != "" || len(plainDelta.raw) != 3 {
+		t.Errorf("Delta in plaintext: %d resources, pull secret %q (set %v); want 3, set and empty", len(plainDelta.raw), got, ok)
+	}
+
 	// The config dump shows the ECDS resources as istiod's (EcdsConfigDump,
 	// an HTTP Wasm filter as the Wasm message), the pull secret redacted.
 	code, body := get(t, "http://"+s.httpAddr.String()+"/debug/config_dump?proxyID=cart-0.shop")
@@ -233,5 +238,43 @@ func TestWasmPullSecretVerifiedOnly(t *testing.T) {
 		if v.secret[wasmSecretPlugin] == `{"auths":{"registry.example":{"auth":"bmV3"}}}` {
 			break
 		}
+	}
+}
+
+// deltaECDS opens a Delta stream subscribing n to names and returns its
+// first ECDS response.
+func deltaECDS(t *testing.T, ctx context.Context, cc *grpc.ClientConn, n *corev3.Node, names []string) ecdsGot {
+	t.Helper()
+	st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: n, TypeUrl: engine.TypeExtensionConfig, ResourceNamesSubscribe: names}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ecdsGot{raw: map[string][]byte{}, secret: map[string]string{}}
+	for _, x := range r.Resources {
+		got.add(t, x.GetResource())
+	}
+	return got
+}
+
+func (g ecdsGot) add(t *testing.T, a *anypb.Any) {
+	t.Helper()
+	var tec corev3.TypedExtensionConfig
+	if err := a.UnmarshalTo(&tec); err != nil {
+		t.Fatal(err)
+	}
+	var w httpwasm.Wasm
+	if err := tec.GetTypedConfig().UnmarshalTo(&w); err != nil {
+		t.Fatal(err)
+	}
+	g.raw[tec.Name] = a.Value
+	if v, ok := w.GetConfig().GetVmConfig().GetEnvironmentVariables().GetKeyValues()[wasmPullSecretEnv]; ok {
+		g.secret[tec.Name] = v
 	}
 }
