@@ -67,10 +67,10 @@ func kubeFieldCases() map[Kind][]fieldCase {
 	secret = append(secret,
 		fieldCase{"type", "Type", docker, func(o runtime.Object) { o.(*corev1.Secret).Type = corev1.SecretTypeOpaque }, false},
 		fieldCase{"data .dockerconfigjson", "Data", docker, func(o runtime.Object) {
-			o.(*corev1.Secret).Data[corev1.DockerConfigJsonKey] = []byte("NEW")
+			o.(*corev1.Secret).Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{}}`) // the API server checks the JSON
 		}, false},
 		fieldCase{"stringData .dockerconfigjson", "", docker, func(o runtime.Object) {
-			o.(*corev1.Secret).StringData = map[string]string{corev1.DockerConfigJsonKey: "NEW"}
+			o.(*corev1.Secret).StringData = map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}
 		}, true})
 	return map[Kind][]fieldCase{
 		KindService: {
