@@ -305,9 +305,11 @@ func TestXDSDebugTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// bootstrap, clusters, listeners, scoped routes, routes, secrets
-	if len(r.GetResources()) != 6 || !strings.Contains(string(r.GetResources()[1].GetValue()), reviewsCluster) {
-		t.Errorf("config_dump over xDS: %d parts, want 6 with %s in clusters", len(r.GetResources()), reviewsCluster)
+	// bootstrap, clusters, listeners, scoped routes, routes, secrets,
+	// extension configs (istiod's seven)
+	if len(r.GetResources()) != 7 || !strings.Contains(string(r.GetResources()[1].GetValue()), reviewsCluster) ||
+		r.GetResources()[6].GetTypeUrl() != "type.googleapis.com/envoy.admin.v3.EcdsConfigDump" {
+		t.Errorf("config_dump over xDS: %d parts, want 7 with %s in clusters, EcdsConfigDump last", len(r.GetResources()), reviewsCluster)
 	}
 }
 

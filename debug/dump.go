@@ -27,7 +27,8 @@ import (
 // current snapshot (as istiod does) and returns them as Envoy's admin
 // ConfigDump: bootstrap, clusters, endpoints (with includeEDS; istiod
 // leaves them out by default, as Envoy does), listeners, scoped routes,
-// routes and secrets, with private keys redacted. Each dynamic resource
+// routes, secrets and extension configs (ECDS), with private keys and
+// Wasm pull secrets redacted. Each dynamic resource
 // carries the version and time of the last response of its type.
 func configDump(e *engine.Engine, c serve.ConnInfo, includeEDS bool) (*adminv3.ConfigDump, error) {
 	ec, ok := e.Conn(c.ID)
@@ -103,7 +104,12 @@ func configDump(e *engine.Engine, c serve.ConnInfo, includeEDS bool) (*adminv3.C
 		}
 		parts = append(parts, endpoints)
 	}
-	parts = append(parts, listeners, &adminv3.ScopedRoutesConfigDump{}, routes, secrets)
+	xv, xat := version(engine.TypeExtensionConfig)
+	ecds, err := ecdsDump(got[engine.TypeExtensionConfig], xv, xat) // dump_ecds.go
+	if err != nil {
+		return nil, err
+	}
+	parts = append(parts, listeners, &adminv3.ScopedRoutesConfigDump{}, routes, secrets, ecds)
 	dump := &adminv3.ConfigDump{}
 	for _, m := range parts {
 		a, err := anypb.New(m)

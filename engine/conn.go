@@ -21,6 +21,8 @@ type Conn struct {
 	id    string // "POD.NAMESPACE-N": unique per stream
 	node  *Node
 	class *class
+	// verified: the stream's caller was authenticated (wasm_secret.go).
+	verified bool
 	// pending is signalled (without blocking) when push becomes non-empty.
 	pending chan struct{}
 
@@ -133,20 +135,27 @@ func (c *Conn) Generate(typeURL string, names []string, wildcard bool, dst []Res
 		c.noteEDSNames(sc.Snapshot, names)
 	}
 	mv := memoVersion{snap: sc.Snapshot.Version, mesh: c.e.meshNow().gen}
+	start := len(dst)
 	if res, ok := c.class.memoGet(mv, typeURL, names, wildcard); ok {
 		c.e.responses.note(typeURL, true, len(res))
-		return append(dst, res...), nil
+		dst = append(dst, res...)
+		if typeURL == TypeExtensionConfig {
+			return dst, c.withPullSecrets(sc, dst[start:])
+		}
+		return dst, nil
 	}
 	cache := c.e.cache
 	if typeURL == TypeListener && c.node.Type == encode.ProxyGRPC && c.foreignServerListener(names) {
 		cache = cache.Transient()
 	}
-	start := len(dst)
 	dst, err := c.e.generate(sc, cache, typeURL, names, wildcard, dst)
 	if err == nil {
 		c.e.responses.note(typeURL, false, len(dst)-start)
 		if memoizable(names, wildcard, dst[start:]) {
 			c.class.memoPut(mv, typeURL, names, wildcard, dst[start:])
+		}
+		if typeURL == TypeExtensionConfig {
+			err = c.withPullSecrets(sc, dst[start:])
 		}
 	}
 	return dst, err

@@ -52,7 +52,11 @@
 // the keys of the listeners they apply to, and are served over ECDS
 // (TypeExtensionConfig) by name; a WasmPlugin change is scoped as a
 // security policy change is (scope_push.go), so LDS is sent only where the
-// references change and ECDS where the config does (docs/wasm.md).
+// references change and ECDS where the config does (docs/wasm.md). A
+// plugin's image pull secret goes only to streams serve marked as
+// authenticated (WithVerifiedIdentity), in their own copy of the ECDS
+// answer; a change to such a Secret pushes ECDS to them alone
+// (wasm_secret.go).
 //
 // # Invariants
 //

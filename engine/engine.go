@@ -133,6 +133,7 @@ func (e *Engine) Connect(ctx context.Context, n *corev3.Node, peer string) (*Con
 		node:      node,
 		pending:   make(chan struct{}, 1),
 		connected: time.Now(),
+		verified:  verifiedFrom(ctx),
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

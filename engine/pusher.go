@@ -28,7 +28,9 @@ func (e *Engine) push(p pendingChanges) {
 	if len(p.secrets) > 0 {
 		// Before a full push too: a scoped one may leave the Secret's
 		// readers out (a pending SDS push merges into the full one).
-		e.pushSecrets(e.idx.Snapshot(), p.secrets)
+		snap := e.idx.Snapshot()
+		e.pushSecrets(snap, p.secrets)
+		e.pushPullSecrets(snap, p.secrets) // wasm_secret.go
 	}
 	if p.full {
 		e.recordClusterFacts(e.idx.Snapshot())

@@ -60,6 +60,18 @@ func kubeFieldCases() map[Kind][]fieldCase {
 				o.(*corev1.Secret).StringData = map[string]string{key: "NEW"}
 			}, true})
 	}
+	docker := func(o runtime.Object) {
+		s := o.(*corev1.Secret)
+		s.Type, s.Data[corev1.DockerConfigJsonKey] = corev1.SecretTypeDockerConfigJson, []byte("{}")
+	}
+	secret = append(secret,
+		fieldCase{"type", "Type", docker, func(o runtime.Object) { o.(*corev1.Secret).Type = corev1.SecretTypeOpaque }, false},
+		fieldCase{"data .dockerconfigjson", "Data", docker, func(o runtime.Object) {
+			o.(*corev1.Secret).Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{}}`) // the API server checks the JSON
+		}, false},
+		fieldCase{"stringData .dockerconfigjson", "", docker, func(o runtime.Object) {
+			o.(*corev1.Secret).StringData = map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}
+		}, true})
 	return map[Kind][]fieldCase{
 		KindService: {
 			{"type", "Spec.Type", nil, svc(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName }), false},

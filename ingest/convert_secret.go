@@ -19,12 +19,21 @@ var credentialKeys = []string{"tls.crt", "tls.key", "ca.crt", "ca.crl", "cert", 
 // CredentialKeys returns the Secret data keys the index keeps.
 func CredentialKeys() []string { return append([]string(nil), credentialKeys...) }
 
-// credentialData returns s's credential keys, stringData overriding data
-// as the API server merges them; nil when s holds none (not a credential:
-// the index keeps no row for it).
+// dockerConfigKeys is what the index keeps of a kubernetes.io/dockerconfigjson
+// Secret: its docker config, a WasmPlugin's image pull secret (served only
+// to proxies with a verified identity; rules.WithPullSecrets).
+var dockerConfigKeys = []string{corev1.DockerConfigJsonKey}
+
+// credentialData returns s's credential keys (a dockerconfigjson Secret's:
+// its docker config), stringData overriding data as the API server merges
+// them; nil when s holds none (the index keeps no row for it).
 func credentialData(s *corev1.Secret) map[string][]byte {
 	var out map[string][]byte
-	for _, k := range credentialKeys {
+	keys := credentialKeys
+	if s.Type == corev1.SecretTypeDockerConfigJson {
+		keys = dockerConfigKeys
+	}
+	for _, k := range keys {
 		v, ok := s.Data[k]
 		if sv, found := s.StringData[k]; found {
 			v, ok = []byte(sv), true
@@ -102,13 +111,13 @@ func validSecretKey(k string) bool {
 }
 
 // transformSecret is the Secret informer's transform: the cache keeps a
-// Secret's trimmed metadata and its credential keys only, so no
-// other secret material (and nothing of a Secret that holds no credential)
-// stays in pilotfish's memory.
+// Secret's trimmed metadata, its type and its credential keys (or docker
+// config) only, so no other secret material (and nothing of a Secret that
+// holds none) stays in pilotfish's memory.
 func transformSecret(obj any) (any, error) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Secret{ObjectMeta: trimMeta(KindSecret, &s.ObjectMeta), Data: credentialData(s)}, nil
+	return &corev1.Secret{ObjectMeta: trimMeta(KindSecret, &s.ObjectMeta), Type: s.Type, Data: credentialData(s)}, nil
 }

@@ -103,6 +103,7 @@ var apiServerRefuses = map[string]string{
 	"EndpointSlice/addressType": "addressType is immutable",
 	"Pod/nodeName":              "a Pod's spec is immutable but for a few fields",
 	"Pod/serviceAccountName":    "a Pod's spec is immutable but for a few fields",
+	"Secret/type":               "a Secret's type is immutable",
 }
 
 // kubeFields: kubeFieldCases through the API server.

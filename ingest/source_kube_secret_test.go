@@ -57,11 +57,18 @@ func TestTransformSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.(*corev1.Secret)
-	if len(s.Data) != 2 || string(s.Data["tls.crt"]) != "C" || s.StringData != nil || s.ManagedFields != nil || s.Type != "" {
+	if len(s.Data) != 2 || string(s.Data["tls.crt"]) != "C" || s.StringData != nil || s.ManagedFields != nil || s.Type != corev1.SecretTypeTLS {
 		t.Fatalf("cached %+v", s)
 	}
 	if out, _ := transformSecret(&corev1.Secret{Data: map[string][]byte{"password": []byte("p")}}); out.(*corev1.Secret).Data != nil {
 		t.Error("a non-credential Secret keeps data")
+	}
+	// A dockerconfigjson Secret (a WasmPlugin's pull secret) keeps its
+	// docker config only.
+	pull := &corev1.Secret{Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("{}"), "tls.crt": []byte("C"), "other": []byte("X")}}
+	if out, _ := transformSecret(pull); len(out.(*corev1.Secret).Data) != 1 || string(out.(*corev1.Secret).Data[corev1.DockerConfigJsonKey]) != "{}" {
+		t.Errorf("a dockerconfigjson Secret is cached as %+v, want its docker config only", out)
 	}
 }
 

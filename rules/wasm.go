@@ -158,9 +158,10 @@ func buildExtensionConfigs(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, na
 // proxy's namespace and the root namespace (whatever their selectors: a
 // proxy asks for what its listeners reference).
 //
-// The pull secret's content is not sent: the variable istio-agent reads it
-// from is empty, as istiod sends it to a proxy without a verified
-// identity (docs/wasm.md).
+// The resource is the shared one, its pull secret variable empty, as
+// istiod sends it to a proxy without a verified identity; an authenticated
+// stream's copy gets the Secret's content from WithPullSecrets
+// (wasm_secret.go, docs/wasm.md).
 func wasmExtension(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, n string, dst []Resource) ([]Resource, bool, error) {
 	ns, name, ok := encode.ParseWasmResourceName(n)
 	if !ok {

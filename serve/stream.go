@@ -244,6 +244,9 @@ func (s *XDSServer) open(ss grpc.ServerStream, node *corev3.Node, who *caller, d
 		s.log.Warn("xds stream refused", "node", clip(node.GetId(), clipShort), "peer", addr, "err", err)
 		return nil, err
 	}
+	if who != nil {
+		ctx = engine.WithVerifiedIdentity(ctx) // WasmPlugin pull secrets (engine/wasm_secret.go)
+	}
 	sess, err := s.backend.Connect(ctx, node, addr)
 	if err != nil {
 		s.clients.leave(addr)

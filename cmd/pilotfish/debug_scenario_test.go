@@ -204,7 +204,7 @@ func TestDebugConfigDumpAndKeyz(t *testing.T) {
 			clusters = c
 		}
 	}
-	if want := "BootstrapConfigDump ClustersConfigDump ListenersConfigDump ScopedRoutesConfigDump RoutesConfigDump SecretsConfigDump"; strings.Join(kinds, " ") != want {
+	if want := "BootstrapConfigDump ClustersConfigDump ListenersConfigDump ScopedRoutesConfigDump RoutesConfigDump SecretsConfigDump EcdsConfigDump"; strings.Join(kinds, " ") != want {
 		t.Errorf("config dump parts %v, want %s", kinds, want)
 	}
 	found := false
@@ -417,7 +417,7 @@ func TestXDSDebugConfigDump(t *testing.T) {
 			t.Error("config_dump over xDS: no clusters")
 		}
 	}
-	if want := "BootstrapConfigDump ClustersConfigDump ListenersConfigDump ScopedRoutesConfigDump RoutesConfigDump SecretsConfigDump"; strings.Join(kinds, " ") != want {
+	if want := "BootstrapConfigDump ClustersConfigDump ListenersConfigDump ScopedRoutesConfigDump RoutesConfigDump SecretsConfigDump EcdsConfigDump"; strings.Join(kinds, " ") != want {
 		t.Errorf("config_dump over xDS: %v, want %s", kinds, want)
 	}
 	if cp := debug.ControlPlaneName(r.GetControlPlane().GetIdentifier()); cp != "pilotfish-0" {

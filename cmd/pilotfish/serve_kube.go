@@ -42,7 +42,7 @@ func addKubeFlags(f *pflag.FlagSet, o *kubeOptions) {
 	f.StringVar(&o.clusterID, "cluster-id", envString("CLUSTER_ID", "Kubernetes"), "ID of the cluster the endpoints belong to (CLUSTER_ID): stamped on endpoint and cluster metadata (istio.workload) whatever a proxy's own CLUSTER_ID says, and logged with the API server source")
 	f.DurationVar(&o.discoveryInterval, "crd-poll-interval", 10*time.Second, "how often the API server is asked whether Istio's CRDs were installed or removed")
 	f.BoolVar(&o.watchSecrets, "watch-secrets", false, "watch the API server's Secrets for gateway credentials (credentialName, served over SDS to the gateways of their namespace); "+
-		"needs get, list and watch on secrets cluster-wide (the chart's gatewayCredentials value grants it); only the certificate keys of a Secret are kept")
+		"needs get, list and watch on secrets cluster-wide (the chart's gatewayCredentials value grants it); only the certificate keys of a Secret are kept, and a kubernetes.io/dockerconfigjson Secret's .dockerconfigjson (a WasmPlugin's imagePullSecret, sent only to authenticated proxies)")
 }
 
 // restConfig is the API server to watch, nil when none is configured. The

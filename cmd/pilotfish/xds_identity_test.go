@@ -43,7 +43,11 @@ type identityServe struct {
 	caCert, caKey []byte
 }
 
-func startIdentityServe(t *testing.T) *identityServe {
+func startIdentityServe(t *testing.T) *identityServe { return startIdentityServeDir(t, "") }
+
+// startIdentityServeDir is startIdentityServe on config directory dir (""
+// for startCAServe's).
+func startIdentityServeDir(t *testing.T, dir string) *identityServe {
 	t.Helper()
 	s := &identityServe{iss: newTestIssuer(t, "https://issuer.pilotfish.test", "istio-ca"), roots: x509.NewCertPool()}
 	s.caCert, s.caKey = testcert.SelfSigned(t, "mesh-root")
@@ -55,8 +59,13 @@ func startIdentityServe(t *testing.T) *identityServe {
 		}
 	}
 	s.root = filepath.Join(t.TempDir(), "root-cert.pem")
-	s.started = startCAServe(t, caOptions{tlsAddr: "127.0.0.1:0", cacertsDir: cacerts, jwtRule: s.iss.rule, rootCertOut: s.root,
-		trustDomain: "cluster.local", tokenAudiences: []string{"istio-ca"}})
+	co := caOptions{tlsAddr: "127.0.0.1:0", cacertsDir: cacerts, jwtRule: s.iss.rule, rootCertOut: s.root,
+		trustDomain: "cluster.local", tokenAudiences: []string{"istio-ca"}}
+	if dir == "" {
+		s.started = startCAServe(t, co)
+	} else {
+		s.started = startCAServeDir(t, dir, co)
+	}
 	return s
 }
 
