@@ -97,6 +97,10 @@ type TelemetryProvider struct {
 	// envoyTcpAls or envoyOtelAls provider; nil for other kinds, which
 	// write no access log in istiod either.
 	Log *AccessLog
+	// Trace is the tracer of a zipkin, datadog, skywalking or
+	// opentelemetry provider pilotfish generates; nil for other kinds
+	// (a Telemetry naming it gives no tracing, as in istiod).
+	Trace *TraceProvider
 }
 
 func (p *TelemetryProvider) hashInto(h *Hasher) {
@@ -105,6 +109,10 @@ func (p *TelemetryProvider) hashInto(h *Hasher) {
 	h.Bool(p.Log != nil)
 	if p.Log != nil {
 		p.Log.hashInto(h)
+	}
+	h.Bool(p.Trace != nil)
+	if p.Trace != nil {
+		p.Trace.hashInto(h)
 	}
 }
 

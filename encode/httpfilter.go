@@ -56,6 +56,11 @@ var (
 	hfUUIDRequestID = &hcm.RequestIDExtension{TypedConfig: rtAny(&uuid.UuidRequestIdConfig{
 		UseRequestIdForTraceSampling: wrapperspb.Bool(true),
 	})}
+	// hfUUIDRequestIDNoSampling: a Telemetry's
+	// useRequestIdForTraceSampling false.
+	hfUUIDRequestIDNoSampling = &hcm.RequestIDExtension{TypedConfig: rtAny(&uuid.UuidRequestIdConfig{
+		UseRequestIdForTraceSampling: wrapperspb.Bool(false),
+	})}
 
 	// nfMxTCP is Istio's TCP metadata exchange network filter (inbound).
 	nfMxTCP = &listener.Filter{

@@ -28,7 +28,7 @@ var keyTypes = []encode.Key{
 	&encode.VirtualHostKey{}, &encode.OutboundListenerKey{}, &encode.VirtualOutboundKey{}, &encode.VirtualInboundKey{}, &encode.GRPCListenerKey{}, &encode.GRPCServerListenerKey{},
 	&encode.GatewayListenerKey{}, &encode.GatewayVirtualHostKey{}, &encode.GatewayRoutesKey{}, &encode.NameTableKey{}, &encode.SecretKey{},
 	&encode.SidecarIngressListenerKey{}, &encode.SidecarInboundClusterKey{}, &encode.RouteConfigKey{}, &encode.EgressCatchAllKey{}, &encode.AddedKey{},
-	&encode.ExtensionConfigKey{},
+	&encode.ExtensionConfigKey{}, &encode.PatchExtensionConfigKey{},
 }
 
 // TestKeyTypesListed: the key types are found in the package's source, not

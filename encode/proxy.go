@@ -212,6 +212,11 @@ type Mesh struct {
 	// none: rules resolves it per class into the keys of HCM-bearing
 	// listeners (encode/tracing.go).
 	Tracing *MeshTracing
+	// TraceDefaults are defaultConfig.tracing's sampling, customTags and
+	// maxPathTagLength and PILOT_TRACE_SAMPLING (Provider unset), which
+	// a Telemetry's tracing falls back to whatever Tracing is; nil: none
+	// read (tests), PILOT_TRACE_SAMPLING's default applies.
+	TraceDefaults *MeshTracing
 
 	// hash caches the hash of the fields above (0: not computed yet), which
 	// every key holding the mesh feeds: hashing its strings again for each
@@ -271,6 +276,7 @@ func (m *Mesh) Clone() *Mesh {
 	m.cloneClusterFields(c)
 	c.Stats = m.Stats
 	c.Tracing = m.Tracing.clone()
+	c.TraceDefaults = m.TraceDefaults.clone()
 	c.Telemetry = m.Telemetry // immutable, shared
 	c.TelemetryProviders = m.TelemetryProviders
 	c.DefaultMetrics = m.DefaultMetrics
@@ -360,6 +366,7 @@ func (m *Mesh) fieldsHash() uint64 {
 	h.U32(uint32(m.InboundTrafficPolicy))
 	h.Bool(m.Stats)
 	m.Tracing.hashInto(h)
+	m.TraceDefaults.hashInto(h)
 	m.Telemetry.hashInto(h)
 	h.Int(len(m.TelemetryProviders))
 	for i := range m.TelemetryProviders {

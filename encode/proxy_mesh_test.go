@@ -21,9 +21,10 @@ func TestMeshClone(t *testing.T) {
 		TLSDefaults:          TLSDefaults{EcdhCurves: []string{"P-256"}, CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}},
 		MeshMTLS:             TLSDefaults{CipherSuites: []string{"ECDHE-RSA-AES256-GCM-SHA384"}, MinTLS13: true},
 		DefaultTrafficPolicy: "\x1a\x00", CATrustDomains: []string{"ca.example"}, Stats: true,
-		ExtAuthz:  []ExtAuthzProvider{{Name: "authz", Kind: ExtAuthzHTTP, IncludeRequestHeaders: []string{"x-user"}, Body: &ExtAuthzBody{MaxRequestBytes: 1}}},
-		Tracing:   &MeshTracing{Provider: &TraceProvider{Name: "z", Headers: []TraceHeader{{"a", "b"}}}, Sampling: 1, Tags: []TraceTag{{Tag: "t"}}},
-		Telemetry: StatsOnly, TelemetryProviders: []TelemetryProvider{{Name: "envoy", Log: &AccessLog{Path: "/dev/stdout"}}},
+		ExtAuthz:      []ExtAuthzProvider{{Name: "authz", Kind: ExtAuthzHTTP, IncludeRequestHeaders: []string{"x-user"}, Body: &ExtAuthzBody{MaxRequestBytes: 1}}},
+		Tracing:       &MeshTracing{Provider: &TraceProvider{Name: "z", Headers: []TraceHeader{{"a", "b"}}}, Sampling: 1, Tags: []TraceTag{{Tag: "t"}}},
+		TraceDefaults: &MeshTracing{Sampling: 2, Tags: []TraceTag{{Tag: "d"}}},
+		Telemetry:     StatsOnly, TelemetryProviders: []TelemetryProvider{{Name: "envoy", Log: &AccessLog{Path: "/dev/stdout"}}},
 		DefaultMetrics: []string{"prometheus"}, DefaultLogging: []string{"envoy"}, MeshAccessLog: &AccessLog{Path: "/dev/stdout"}, NoListenerLogs: true}
 	mv := reflect.ValueOf(m).Elem()
 	for i := 0; i < mv.NumField(); i++ {
@@ -50,6 +51,10 @@ func TestMeshClone(t *testing.T) {
 	c.ExtAuthz[0].Body.MaxRequestBytes++
 	c.Tracing.Provider.Headers[0].Value = "c"
 	c.Tracing.Tags[0].Tag = "u"
+	c.TraceDefaults.Tags[0].Tag = "e"
+	if m.TraceDefaults.Tags[0].Tag != "d" {
+		t.Error("TraceDefaults' tags are shared with the clone")
+	}
 	if m.Tracing.Provider.Headers[0].Value != "b" || m.Tracing.Tags[0].Tag != "t" {
 		t.Fatal("Clone shares tracing settings with the mesh it came from")
 	}

@@ -23,10 +23,9 @@ import (
 //     (the provider's collector cluster looked up in the registry, the
 //     proxy's identity for the Istio tags) and puts it in the keys of the
 //     listeners holding HCMs (outbound, virtual inbound and sidecar
-//     ingress, gateway). A Telemetry resource's tracing, when pilotfish
-//     reads it, is another source of the same value: rules merges it over
-//     the mesh's per side (client: outbound and gateway; server: inbound)
-//     and the keys do not change.
+//     ingress, gateway). A Telemetry resource's tracing is another source
+//     of the same value: rules merges it over the mesh's per side
+//     (client: outbound and gateway; server: inbound).
 
 // TraceKind is the kind of a tracing extension provider.
 type TraceKind uint8
@@ -80,6 +79,9 @@ const (
 	TraceTagLiteral TraceTagKind = iota
 	TraceTagEnvironment
 	TraceTagHeader
+	// TraceTagFormatter: Value is a substitution format string (a
+	// Telemetry customTags formatter, Envoy's CustomTag value).
+	TraceTagFormatter
 )
 
 // TraceTag is a custom tag (defaultConfig.tracing.customTags): Value is
@@ -237,6 +239,12 @@ type Tracing struct {
 	ZipkinHTTPService bool
 	// ZipkinTraceContext: trace_context_option is set (Istio 1.28+).
 	ZipkinTraceContext bool
+	// NoRequestIDSampling: a Telemetry's useRequestIdForTraceSampling
+	// false (the UUID request ID extension stops deciding sampling).
+	NoRequestIDSampling bool
+	// NoContextPropagation: a Telemetry's disableContextPropagation, on
+	// proxies of Istio 1.30 and later.
+	NoContextPropagation bool
 }
 
 func (t *Tracing) hashInto(h *Hasher) {
@@ -258,11 +266,13 @@ func (t *Tracing) hashInto(h *Hasher) {
 	h.Bool(t.SpawnUpstreamSpan)
 	h.Bool(t.ZipkinHTTPService)
 	h.Bool(t.ZipkinTraceContext)
+	h.Bool(t.NoRequestIDSampling)
+	h.Bool(t.NoContextPropagation)
 }
 
 // apply sets h's tracing as istiod's configureTracing does (the request
-// ID extension stays istiod's default: the mesh leaves
-// useRequestIdForTraceSampling true).
+// ID extension stays istiod's default unless a Telemetry sets
+// useRequestIdForTraceSampling false).
 func (t *Tracing) apply(h *hcm.HttpConnectionManager) {
 	if t == nil || !t.On {
 		return
@@ -285,7 +295,11 @@ func (t *Tracing) apply(h *hcm.HttpConnectionManager) {
 	if tr.MaxPathTagLength == nil && t.MaxPathTagLength != 0 {
 		tr.MaxPathTagLength = wrapperspb.UInt32(t.MaxPathTagLength)
 	}
+	tr.NoContextPropagation = t.NoContextPropagation
 	h.Tracing = tr
+	if t.NoRequestIDSampling {
+		h.RequestIdExtension = hfUUIDRequestIDNoSampling
+	}
 }
 
 // customTags are istiod's: the Istio tags when on, then the custom tags,
@@ -310,6 +324,8 @@ func (t *Tracing) customTags() []*tracingv3.CustomTag {
 			ct.Type = &tracingv3.CustomTag_Environment_{Environment: &tracingv3.CustomTag_Environment{Name: x.Value, DefaultValue: x.Default}}
 		case TraceTagHeader:
 			ct.Type = &tracingv3.CustomTag_RequestHeader{RequestHeader: &tracingv3.CustomTag_Header{Name: x.Value, DefaultValue: x.Default}}
+		case TraceTagFormatter:
+			ct.Type = &tracingv3.CustomTag_Value{Value: x.Value}
 		default:
 			ct.Type = &tracingv3.CustomTag_Literal_{Literal: &tracingv3.CustomTag_Literal{Value: x.Value}}
 		}

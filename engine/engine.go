@@ -200,12 +200,13 @@ func (e *Engine) generate(sc *rules.Scope, cache *encode.Cache, typeURL string, 
 var build = rules.Build
 
 // classOf is the class of node in snap, with the mesh's root namespace.
-// When the mesh traces, the class holds the proxy's tracing identity
+// When the mesh may trace (its config, or a Telemetry naming one of its
+// tracing providers), the class holds the proxy's tracing identity
 // (mesh_tracing.go): its HCMs carry it.
 func (e *Engine) classOf(snap *index.Snapshot, node *Node) encode.ProxyClass {
 	m := e.meshNow().mesh
 	c := rules.ClassOfIn(&e.views, snap, m.RootNamespace, node)
-	if m.Tracing != nil {
+	if mayTrace(m) {
 		c.Trace = traceIdentity(node)
 	}
 	return c

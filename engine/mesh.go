@@ -44,7 +44,7 @@ func (e *Engine) SetMesh(m *encode.Mesh) bool {
 	root := cur.mesh.RootNamespace != m.RootNamespace
 	// Tracing turned on or off adds or drops the classes' tracing
 	// identity: reclassify as for a new root namespace.
-	tracing := (cur.mesh.Tracing == nil) != (m.Tracing == nil)
+	tracing := mayTrace(cur.mesh) != mayTrace(m)
 	e.log.Info("mesh settings changed: pushing", "rootNamespaceChanged", root, "tracingToggled", tracing)
 	e.changes.addMesh(root || tracing)
 	return true

@@ -156,6 +156,12 @@ func telemetryProvider(ep *meshv1alpha1.MeshConfig_ExtensionProvider, cfg *meshv
 		}
 		p.Log = &l
 	}
+	// A tracing kind pilotfish generates; one whose settings it cannot
+	// generate is refused when it is the default provider
+	// (applyTracingMesh) and gives no tracing when a Telemetry names it.
+	if tp, err := traceProvider(ep); err == nil {
+		p.Trace = tp
+	}
 	return p
 }
 

@@ -35,21 +35,31 @@ const defaultTraceSampling = 1.0
 // unless enableIstioTags is false). A value Envoy would refuse, or a
 // provider setting pilotfish does not generate, fails, naming the field.
 func applyTracingMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig, traceSampling float64) error {
-	m.Tracing = nil
+	m.Tracing, m.TraceDefaults = nil, nil
 	names := cfg.GetDefaultProviders().GetTracing()
-	if len(names) == 0 && !cfg.GetEnableTracing() {
-		return nil
-	}
+	off := len(names) == 0 && !cfg.GetEnableTracing()
 	def := traceSampling
 	if def == 0 {
 		def = defaultTraceSampling
 	}
 	if def < 0 || def > 100 {
+		if off {
+			return nil // not read: no tracing
+		}
 		return fmt.Errorf("%w: PILOT_TRACE_SAMPLING %v: want 0 to 100", ErrBadMeshSetting, def)
 	}
 	sampling, tags, maxPath, istioTags, err := rules.TraceSettings(cfg.GetDefaultConfig().GetTracing(), def)
 	if err != nil {
+		if off {
+			return nil
+		}
 		return fmt.Errorf("%w: defaultConfig: %v", ErrBadMeshSetting, err)
+	}
+	// What a Telemetry's tracing falls back to (istiod's proxy config
+	// sampling and custom tags), whether or not the mesh traces.
+	m.TraceDefaults = &encode.MeshTracing{Sampling: sampling, DefaultSampling: def, Tags: tags, MaxPathTagLength: maxPath}
+	if off {
+		return nil
 	}
 	t := &encode.MeshTracing{Sampling: sampling, DefaultSampling: def, Tags: tags, MaxPathTagLength: maxPath}
 	if len(names) == 0 {
@@ -160,6 +170,24 @@ func traceHeaders(hs []*meshv1alpha1.MeshConfig_ExtensionProvider_HttpHeader) []
 	return slices.Clip(out)
 }
 
+// mayTrace reports whether m's HCMs may trace: the mesh config traces,
+// or it has a tracing provider a Telemetry may name. It depends on the
+// mesh only, so a Telemetry's change needs no reclassification; a mesh
+// with tracing providers but no Telemetry using them has classes per
+// tracing identity whose listeners still share bytes (their tracing is
+// off, so the identity is not in their keys).
+func mayTrace(m *encode.Mesh) bool {
+	if m.Tracing != nil {
+		return true
+	}
+	for i := range m.TelemetryProviders {
+		if m.TelemetryProviders[i].Trace != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // traceIdentity is what the Istio tracing tags say of node, with istiod's
 // defaults (buildServiceTags).
 func traceIdentity(node *Node) encode.TraceIdentity {
@@ -183,15 +211,33 @@ func traceIdentity(node *Node) encode.TraceIdentity {
 	return id
 }
 
-// touchesTracing reports whether the changes hold the service of the
-// mesh's tracing provider. Every class's HCMs depend on that service
-// existing, whatever the class's scope sees (istiod looks it up in the
-// whole registry), so such a change cannot be scoped.
+// touchesTracing reports whether the changes hold the service of a
+// tracing provider HCMs may use: the mesh's default one and, when
+// Telemetry resources exist, any a Telemetry may name. Every class's HCMs
+// depend on that service existing, whatever the class's scope sees
+// (istiod looks it up in the whole registry), so such a change cannot be
+// scoped.
 func (s *scopedChanges) touchesTracing(snap *index.Snapshot, mesh *encode.Mesh) bool {
-	if s == nil || mesh.Tracing == nil || mesh.Tracing.Provider == nil {
+	if s == nil {
 		return false
 	}
-	host := mesh.Tracing.Provider.Service
+	if mesh.Tracing != nil && mesh.Tracing.Provider != nil && s.touchesHost(snap, mesh.Tracing.Provider.Service) {
+		return true
+	}
+	if snap.NumConfigs(index.ConfigTelemetry) == 0 {
+		return false
+	}
+	for i := range mesh.TelemetryProviders {
+		if p := mesh.TelemetryProviders[i].Trace; p != nil && s.touchesHost(snap, p.Service) {
+			return true
+		}
+	}
+	return false
+}
+
+// touchesHost reports whether the changes hold a service of host
+// ("HOST" or "NAMESPACE/HOST").
+func (s *scopedChanges) touchesHost(snap *index.Snapshot, host string) bool {
 	if _, h, ok := strings.Cut(host, "/"); ok {
 		host = h
 	}

@@ -34,8 +34,8 @@
 // ConfigEnvoyFilter rows carrying their compiled patches
 // (index.Config.Derived, an *envoypatch.Filter; convert_envoyfilter.go);
 // rules selects them per proxy class and encode applies them.
-// EXTENSION_CONFIG patches, not applied yet, get one ledger warning
-// (ledger_envoyfilter.go; docs/envoyfilter-design.md).
+// EXTENSION_CONFIG patches are served over ECDS (ledger_envoyfilter.go;
+// docs/envoyfilter-design.md).
 //
 // Telemetries (telemetry.istio.io v1 and v1alpha1) are read, validated as
 // istiod validates them (validate_telemetry.go) and indexed as

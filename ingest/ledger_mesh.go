@@ -130,15 +130,16 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.extension_providers":                honoured(meshStatsTest),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.name":             honoured(meshStatsTest),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.prometheus":       honouredNote(meshStatsTest, "resolves defaultProviders.metrics (istiod's built-in prometheus, stackdriver and envoy providers included)"),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.zipkin":           honouredNote(meshTracingTest, "as defaultProviders.tracing: istiod's zipkin tracer (HttpService for proxies of 1.29+, the collector fields before)").whole(),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.zipkin":           honouredNote(meshTracingTest, "as defaultProviders.tracing or named by a Telemetry's tracing (engine.TestTelemetryTracingMatchesIstiod): istiod's zipkin tracer (HttpService for proxies of 1.29+, the collector fields before)").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.lightstep":        unsupported("deprecated in Istio, whose istiod generates no tracer for it: as a default tracing provider it leaves HCMs without tracing"),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.datadog":          honouredNote(meshTracingTest, "as defaultProviders.tracing; the span service name is the node's cluster (engine.TestTracingDatadogServiceName)").whole(),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.datadog":          honouredNote(meshTracingTest, "as defaultProviders.tracing or named by a Telemetry's tracing; the span service name is the node's cluster (engine.TestTracingDatadogServiceName)").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.stackdriver":      unsupported(meshTelemetry),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.opencensus":       unsupported(meshTelemetry),
-	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.skywalking":       honouredNote(meshTracingTest, "as defaultProviders.tracing (accessToken is not used, as in istiod)").whole(),
+	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.skywalking":       honouredNote(meshTracingTest, "as defaultProviders.tracing or named by a Telemetry's tracing (accessToken is not used, as in istiod)").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.opentelemetry": partial(meshTracingTest,
-		"as defaultProviders.tracing: http and grpc exporters, headers, initialMetadata, timeouts, resource detectors as istiod; "+
-			"dynatraceSampler and serviceAttributeEnrichment OTEL_SEMANTIC_CONVENTIONS on the default tracing provider are refused (the mesh config is not applied)").whole(),
+		"as defaultProviders.tracing or named by a Telemetry's tracing (engine.TestTelemetryTracingMatchesIstiod): http and grpc exporters, headers, initialMetadata, timeouts, resource detectors as istiod; "+
+			"dynatraceSampler and serviceAttributeEnrichment OTEL_SEMANTIC_CONVENTIONS on the default tracing provider are refused (the mesh config is not applied), "+
+			"and on a provider only a Telemetry names give that Telemetry no tracing").whole(),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_file_access_log": honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_http_als":        honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_tcp_als":         honoured("engine.TestTelemetryAccessLogMatchesIstiod"),

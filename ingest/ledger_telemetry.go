@@ -1,12 +1,13 @@
 package ingest
 
 // telemetryLedger classifies Telemetry's fields (telemetry.istio.io).
-// Tracing is another piece of work (docs/telemetry.md): it stays
-// unsupported, so a Telemetry that sets it gets one precise warning.
 const (
 	telemetryTest = "engine.TestTelemetryAccessLogMatchesIstiod"
-	notInCase     = "copied into the logger as istiod does; the istiod case does not set it"
-	alsService    = "\"namespace/host\" or \"host\" names the outbound cluster and authority as in istiod; unlike istiod, a service the registry lacks (or a host in several namespaces) is not refused"
+	// tracingTest compares every HCM's tracing with istiod's for
+	// Telemetry tracing at every level (case telemetry-tracing).
+	tracingTest = "engine.TestTelemetryTracingMatchesIstiod"
+	notInCase   = "copied into the logger as istiod does; the istiod case does not set it"
+	alsService  = "\"namespace/host\" or \"host\" names the outbound cluster and authority as in istiod; unlike istiod, a service the registry lacks (or a host in several namespaces) is not refused"
 )
 
 // partialNote is partial, proven by the Telemetry comparison.
@@ -18,18 +19,35 @@ var telemetryLedger = ledgerTable{
 		"a Gateway API gateway's Telemetry by targetRef, as AuthorizationPolicy's (rules.attaches); not compared with istiod"),
 	"istio.telemetry.v1alpha1.Telemetry.targetRefs": partial("ingest.TestTelemetryRow",
 		"a Gateway API gateway's Telemetry by targetRefs, as AuthorizationPolicy's (rules.attaches); not compared with istiod"),
-	"istio.telemetry.v1alpha1.Telemetry.tracing": unsupportedDoes(
-		"Telemetry tracing is not implemented by pilotfish yet",
-		"no tracing is configured from it"),
-	"istio.telemetry.v1alpha1.Telemetry.metrics":          honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.Telemetry.access_logging":   honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.Metrics.providers":          honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.Metrics.overrides":          honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.Metrics.reporting_interval": honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.AccessLogging.match":        honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.AccessLogging.providers":    honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.AccessLogging.disabled":     honoured(telemetryTest),
-	"istio.telemetry.v1alpha1.AccessLogging.filter":       honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.Telemetry.tracing":                         honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.match":                             honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.providers":                         honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.random_sampling_percentage":        honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.disable_span_reporting":            honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.custom_tags":                       honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.use_request_id_for_trace_sampling": honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.enable_istio_tags":                 honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.disable_context_propagation":       honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.TracingSelector.mode":              honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.CustomTag.literal":                 honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.CustomTag.environment":             honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.CustomTag.header":                  honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.CustomTag.formatter":               honouredNote("rules.TestTelemetryTracingFormatterTag", "proxies of Istio 1.29 and later only, as istiod"),
+	"istio.telemetry.v1alpha1.Tracing.Literal.value":                     honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.Environment.name":                  honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.Environment.default_value":         honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.RequestHeader.name":                honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.RequestHeader.default_value":       honoured(tracingTest),
+	"istio.telemetry.v1alpha1.Tracing.Formatter.value":                   honouredNote("rules.TestTelemetryTracingFormatterTag", "proxies of Istio 1.29 and later only, as istiod"),
+	"istio.telemetry.v1alpha1.Telemetry.metrics":                         honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.Telemetry.access_logging":                  honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.Metrics.providers":                         honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.Metrics.overrides":                         honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.Metrics.reporting_interval":                honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.AccessLogging.match":                       honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.AccessLogging.providers":                   honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.AccessLogging.disabled":                    honoured(telemetryTest),
+	"istio.telemetry.v1alpha1.AccessLogging.filter":                      honoured(telemetryTest),
 
 	// The mesh config's access log providers, as Telemetry names them
 	// (engine/mesh_accesslog.go).

@@ -39,8 +39,7 @@ func TestFileSourceEnvoyFilter(t *testing.T) {
 	if r := row(); r == nil || r.Priority != 4 || r.SourceLine != 1 {
 		t.Fatalf("row %+v", r)
 	}
-	// Its patches are applied: no warning (TestEnvoyFilterWarning has the
-	// one left, EXTENSION_CONFIG).
+	// Its patches are applied: no warning (TestEnvoyFilterWarning).
 	if errs := f.src.Errors(); len(errs) != 0 {
 		t.Fatalf("problems: %v", errs)
 	}

@@ -238,9 +238,9 @@ func autoPassthroughServices(sc *Scope, srv *networking.Server) []*index.Service
 func buildGatewayListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []string, wildcard bool, dst []Resource) ([]Resource, error) {
 	m := gatewayOf(sc, mesh)
 	sec := securityOf(sc, mesh)
-	wasm := wasmPlugins(sc, mesh)  // wasm.go
-	tracing := tracingOf(sc, mesh) // tracing.go
-	tel := telemetryOf(sc, mesh)   // rules/telemetry.go
+	wasm := wasmPlugins(sc, mesh)     // wasm.go
+	tracing, _ := tracingOf(sc, mesh) // tracing.go: a gateway's is the client side
+	tel := telemetryOf(sc, mesh)      // rules/telemetry.go
 	lp := sc.Patches(mesh).Family(envoypatch.Listeners)
 	for i := range m.ports {
 		p := &m.ports[i]

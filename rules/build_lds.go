@@ -41,9 +41,9 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 	b.view = routeViewOf(sc, mesh)
 	b.names, b.wildcard = names, wildcard
 	b.outbound()
-	wasm := wasmPlugins(sc, mesh)  // wasm.go
-	tracing := tracingOf(sc, mesh) // tracing.go
-	tel := telemetryOf(sc, mesh)   // rules/telemetry.go
+	wasm := wasmPlugins(sc, mesh)                   // wasm.go
+	clientTrace, serverTrace := tracingOf(sc, mesh) // tracing.go
+	tel := telemetryOf(sc, mesh)                    // rules/telemetry.go
 	lp := sc.Patches(mesh).Family(envoypatch.Listeners)
 	var err error
 	for i := range b.groups {
@@ -57,7 +57,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
 			Telemetry:                tel,
-			Tracing:                  tracing,
+			Tracing:                  clientTrace,
 			Bind:                     addrString(g.bind),
 			Port:                     g.port,
 			EgressPort:               g.opts.egress,
@@ -89,7 +89,7 @@ func buildListeners(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, names []s
 			ProtocolDetectionTimeout: mesh.ProtocolDetectionTimeout,
 			PathNormalization:        mesh.PathNormalization,
 			Telemetry:                tel,
-			Tracing:                  tracing,
+			Tracing:                  serverTrace,
 			Instances:                inboundInstances(sc, sec),
 			MTLS:                     sec.mtls,
 			PassthroughPorts:         sec.passthroughPorts(sc),

@@ -17,8 +17,8 @@ var builders = map[string]builder{
 	TypeRoute:     buildRoutes,
 	TypeSecret:    buildSecrets,
 	TypeNameTable: buildNameTable,
-	// ECDS: WasmPlugins' extension configs (wasm.go). EnvoyFilter
-	// EXTENSION_CONFIG patches will add their configs here too.
+	// ECDS: EnvoyFilter EXTENSION_CONFIG patches' extension configs
+	// (envoyfilter_ecds.go) and WasmPlugins' (wasm.go).
 	TypeExtensionConfig: buildExtensionConfigs,
 }
 

@@ -8,19 +8,32 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	telemetry "istio.io/api/telemetry/v1alpha1"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 )
 
-// tracingOf is the tracing of a class's HTTP connection managers, as
-// istiod's configureTracing gives it from the mesh config (no Telemetry
-// resource): the mesh's settings with the class's identity, and the
-// default provider's collector cluster, looked up in the registry at every
-// build as istiod's LookupCluster does (a provider whose service is not
-// there leaves the HCMs without tracing, as in istiod, until it appears).
-// Client and server sides are the same without Telemetry; a Telemetry
-// tracing spec would be merged here per side.
-func tracingOf(sc *Scope, mesh *encode.Mesh) encode.Tracing {
+// tracingOf is the tracing of a class's HTTP connection managers per
+// side (client: outbound and gateway; server: inbound), as istiod's
+// configureTracing gives it. Without Telemetry tracing it is the mesh
+// config's (meshTracingOf), the same on both sides; with it, the
+// Telemetries' tracing merged over the mesh's (telemetryTracingOf).
+func tracingOf(sc *Scope, mesh *encode.Mesh) (client, server encode.Tracing) {
+	if specs := tracingSpecs(sc, mesh); len(specs) > 0 {
+		return telemetryTracingOf(sc, mesh, specs, telemetry.WorkloadMode_CLIENT),
+			telemetryTracingOf(sc, mesh, specs, telemetry.WorkloadMode_SERVER)
+	}
+	t := meshTracingOf(sc, mesh)
+	return t, t
+}
+
+// meshTracingOf is the tracing of a class's HCMs from the mesh config (no
+// Telemetry tracing): the mesh's settings with the class's identity, and
+// the default provider's collector cluster, looked up in the registry at
+// every build as istiod's LookupCluster does (a provider whose service is
+// not there leaves the HCMs without tracing, as in istiod, until it
+// appears).
+func meshTracingOf(sc *Scope, mesh *encode.Mesh) encode.Tracing {
 	mt := mesh.Tracing
 	if mt == nil {
 		return encode.Tracing{}
@@ -41,15 +54,26 @@ func tracingOf(sc *Scope, mesh *encode.Mesh) encode.Tracing {
 			t.IstioTags = istioTags
 		}
 	}
+	if !mt.HasDefaultProvider {
+		setTraceIdentity(sc, &t)
+		return t // enableTracing: the bootstrap's tracer
+	}
+	return withTraceProvider(sc, t, mt.Provider)
+}
+
+// setTraceIdentity gives t the class's Istio tags when it adds them.
+func setTraceIdentity(sc *Scope, t *encode.Tracing) {
 	if t.IstioTags {
 		t.Identity = sc.Class.Trace
 		t.Identity.ServiceCluster = ""
 		t.Identity.ProxyConfig = ""
 	}
-	if !mt.HasDefaultProvider {
-		return t // enableTracing: the bootstrap's tracer
-	}
-	p := mt.Provider
+}
+
+// withTraceProvider is t exporting to p (istiod's
+// configureFromProviderConfig); none when p is nil or its service is not
+// in the registry.
+func withTraceProvider(sc *Scope, t encode.Tracing, p *encode.TraceProvider) encode.Tracing {
 	if p == nil {
 		return encode.Tracing{}
 	}
@@ -57,6 +81,7 @@ func tracingOf(sc *Scope, mesh *encode.Mesh) encode.Tracing {
 	if err != nil {
 		return encode.Tracing{}
 	}
+	setTraceIdentity(sc, &t)
 	t.Provider = p
 	t.Hostname = host
 	t.Cluster = "outbound|" + strconv.FormatUint(uint64(p.Port), 10) + "||" + host

@@ -131,9 +131,9 @@ func wasmRef(p *wasmPlugin, all bool, ports []uint32) encode.WasmFilter {
 type extensionSource func(sc *Scope, mesh *encode.Mesh, cache *encode.Cache, name string, dst []Resource) (out []Resource, ok bool, err error)
 
 // extensionSources are ECDS's sources, tried in turn for each name: the
-// WasmPlugins'. EnvoyFilter EXTENSION_CONFIG patches are to be a second
-// source, answering the names their patches define for the class (docs/wasm.md).
-var extensionSources = []extensionSource{wasmExtension}
+// class's EnvoyFilter EXTENSION_CONFIG patches (envoyfilter_ecds.go), then
+// the WasmPlugins', in istiod's order (BuildExtensionConfiguration).
+var extensionSources = []extensionSource{envoyFilterExtension, wasmExtension}
 
 // buildExtensionConfigs answers ECDS by name through extensionSources; a
 // name no source answers is left out. ECDS is never wildcard.

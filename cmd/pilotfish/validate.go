@@ -36,8 +36,8 @@ Documents of a kind pilotfish does not read: a kind a mesh API group (core,
 discovery.k8s.io, networking.k8s.io, Istio's, the Gateway API's) does not
 have (a misspelling such as VirtualServize) is an error; Istio and Gateway
 API kinds pilotfish does not implement (HTTPRoute, ProxyConfig, ...) are
-warnings (an EnvoyFilter is validated and applied; only its
-EXTENSION_CONFIG patches are a warning: not applied yet); other Kubernetes kinds (ConfigMaps, Deployments, ...) and
+warnings (an EnvoyFilter is validated and applied, its EXTENSION_CONFIG
+patches served over ECDS); other Kubernetes kinds (ConfigMaps, Deployments, ...) and
 other projects' kinds are skipped.
 
 Fields pilotfish does not support (docs/compatibility.md lists every field
