@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -18,6 +19,15 @@ import (
 func ParseNode(n *corev3.Node) (*Node, error) {
 	if n == nil || n.Id == "" {
 		return nil, fmt.Errorf("%w: empty node id", ErrBadNode)
+	}
+	// Strings from the node reach generated messages (tracing tags, the
+	// namespace); protobuf refuses to marshal invalid UTF-8, so a node
+	// gRPC's decoder would have refused is refused here too.
+	if !utf8.ValidString(n.Id) {
+		return nil, fmt.Errorf("%w: node id %q is not valid UTF-8", ErrBadNode, n.Id)
+	}
+	if l := n.GetLocality(); !utf8.ValidString(l.GetRegion()) || !utf8.ValidString(l.GetZone()) || !utf8.ValidString(l.GetSubZone()) {
+		return nil, fmt.Errorf("%w: node locality is not valid UTF-8", ErrBadNode)
 	}
 	parts := strings.Split(n.Id, "~")
 	if len(parts) != 4 {
