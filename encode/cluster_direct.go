@@ -106,7 +106,7 @@ func AppendCluster(prefix []byte, n index.Names, key *ClusterKey) (string, []byt
 		size += cdKeepaliveReserve
 	}
 	if cdAutoMTLS(k) {
-		size += cdTLSReserve + len(host)
+		size += cdAutoMTLSReserve(k, host)
 	}
 	dst := make([]byte, 0, size)
 	dst = append(dst, prefix...)
@@ -204,9 +204,6 @@ func cdAppendKeepalive(dst []byte, ka *TCPKeepalive) []byte {
 // cdKeepaliveReserve is room for upstream_connection_options (tcpKeepalive).
 const cdKeepaliveReserve = 24
 
-// cdTLSReserve is room for the auto mTLS transport socket matches beyond
-// the SNI (the SANs of a few service accounts included).
-const cdTLSReserve = 1024
 
 // cdOpenLen2 and cdCloseLen2 are openLen and closeLen for a value of 128
 // to 16,383 bytes, as a cluster is: two bytes are reserved for its length,

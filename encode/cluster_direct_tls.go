@@ -177,6 +177,31 @@ func cdAppendAutoMTLS(dst []byte, k clIn, host string, h2 bool) []byte {
 	return append(dst, cdTSMDisabled...)
 }
 
+// cdAutoMTLSReserve bounds what cdAppendAutoMTLS writes, for the first
+// allocation: the constant pieces, the SNI, the SANs of every trust domain
+// and room for the tags and lengths. A cached cluster keeps its buffer's
+// capacity, so the bound is kept tight.
+func cdAutoMTLSReserve(k clIn, host string) int {
+	n := len(cdTSMTagBytes) + len(cdTSMIstioHead) + len(cdTSName) + len(cdTLSTypeURL) + len(cdTLSParams) +
+		max(len(cdALPN), len(cdALPNH2)) + len(cdSDSDefault) + len(cdSDSRoot) + len(cdTSMDisabled) +
+		len("outbound_.") + 10 + len("_._.") + len(host) + 48
+	td, copies := len("cluster.local"), 1
+	if k.Mesh != nil {
+		if k.Mesh.TrustDomain != "" {
+			td = len(k.Mesh.TrustDomain)
+		}
+		for _, a := range k.Mesh.TrustDomainAliases {
+			td = max(td, len(a))
+		}
+		copies += len(k.Mesh.TrustDomainAliases)
+	}
+	san := len("spiffe://") + td + len("/ns/") + len(k.names.String(k.Service.Key.Namespace)) + len("/sa/") + 8
+	for _, sa := range k.ServiceAccounts {
+		n += copies * (san + len(k.names.String(sa)))
+	}
+	return n
+}
+
 // cdDigits is the length of n in decimal.
 func cdDigits(n uint32) int {
 	d := 1

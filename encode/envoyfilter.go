@@ -8,6 +8,7 @@ import (
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pilotfish-mesh/pilotfish/envoypatch"
@@ -168,20 +169,67 @@ func (c *Cache) PatchFailures() (uint64, []PatchFailure) {
 	return c.failures.total.Load(), append([]PatchFailure(nil), c.failures.last...)
 }
 
-// patchRouteConfiguration decodes an assembled route configuration (b,
-// Any-encoded), patches it with k's set and encodes it again: route
-// configurations are assembled from shared virtual host bytes, and RDS
-// patches see the whole message, as istiod's do.
-func patchRouteConfiguration(c *Cache, k *RouteConfigKey, b []byte) (string, []byte, error) {
-	rc := &route.RouteConfiguration{}
-	if err := unmarshalAnyValue(b, rc); err != nil {
-		return k.Name, nil, fmt.Errorf("route configuration %s: decoding for EnvoyFilter patches: %w", k.Name, err)
+// patchRouteConfiguration assembles k's route configuration patched by
+// its set. The virtual hosts go to the patches as their shared bytes: a
+// host no VIRTUAL_HOST or HTTP_ROUTE patch changes is copied as it is, so
+// a patch naming one host of a thousand decodes and encodes that one (RDS
+// patches still see the whole configuration, as istiod's do).
+func patchRouteConfiguration(c *Cache, k *RouteConfigKey) (string, []byte, error) {
+	rc := NewRouteConfiguration(k.Name, nil, k.Options)
+	parts := make([]envoypatch.VirtualHostPart, 0, len(k.VirtualHosts))
+	for _, e := range k.VirtualHosts {
+		if len(e.Bytes) > 0 { // empty parts are left out, as in an unpatched assembly
+			parts = append(parts, envoypatch.VirtualHostPart{Bytes: e.Bytes})
+		}
 	}
-	out, fails := k.Patches.PatchRouteConfiguration(k.Context, rc, nil)
+	parts, fails := k.Patches.PatchRouteConfigurationParts(k.Context, rc, parts, nil)
 	c.patchFailures(fails)
-	if out == nil {
-		return k.Name, nil, nil
+	shell, err := appendMessage(nil, rc)
+	if err != nil {
+		return k.Name, nil, fmt.Errorf("route configuration %s: %w", k.Name, err)
 	}
-	pb, err := AppendAny(nil, RouteConfigurationType, out)
-	return k.Name, pb, err
+	vhosts := make([][]byte, len(parts))
+	for i, vp := range parts {
+		vhosts[i] = vp.Bytes
+		if vp.Message != nil {
+			if vhosts[i], err = appendMessage(nil, vp.Message); err != nil {
+				return k.Name, nil, fmt.Errorf("route configuration %s: virtual host %q: %w", k.Name, vp.Message.GetName(), err)
+			}
+		}
+	}
+	return k.Name, appendPatchedRouteConfiguration(shell, vhosts), nil
+}
+
+// appendPatchedRouteConfiguration is the Any-encoded route configuration
+// of shell (the encoded configuration without virtual hosts) and vhosts
+// (each a VirtualHost's encoding, empty ones kept), in field order: the
+// shell's name, the hosts, the shell's other fields.
+func appendPatchedRouteConfiguration(shell []byte, vhosts [][]byte) []byte {
+	split := 0 // the end of the shell's fields numbered below virtual_hosts
+	for split < len(shell) {
+		num, typ, n := protowire.ConsumeTag(shell[split:])
+		if n < 0 || num >= rcVirtualHosts {
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, shell[split+n:])
+		if m < 0 {
+			break
+		}
+		split += n + m
+	}
+	size := len(shell)
+	for _, vh := range vhosts {
+		size += protowire.SizeTag(rcVirtualHosts) + protowire.SizeBytes(len(vh))
+	}
+	dst := make([]byte, 0, size+len(RouteConfigurationType)+16)
+	dst = protowire.AppendTag(dst, anyTypeURL, protowire.BytesType)
+	dst = protowire.AppendString(dst, RouteConfigurationType)
+	dst = protowire.AppendTag(dst, anyValue, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(size))
+	dst = append(dst, shell[:split]...)
+	for _, vh := range vhosts {
+		dst = protowire.AppendTag(dst, rcVirtualHosts, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, vh)
+	}
+	return append(dst, shell[split:]...)
 }

@@ -53,3 +53,12 @@ func appendAnySlow(dst []byte, m proto.Message) ([]byte, error) {
 }
 
 const binaryMaxVarintLen64 = 10
+
+// appendMessage appends m's bare encoding (no Any) to dst, as AppendAny
+// encodes a value.
+func appendMessage(dst []byte, m proto.Message) ([]byte, error) {
+	if vt, ok := m.(vtMarshaler); ok {
+		return marshalVT(dst, vt, m)
+	}
+	return proto.MarshalOptions{Deterministic: true}.MarshalAppend(dst, m)
+}

@@ -6,12 +6,7 @@ import (
 )
 
 // marshalBare encodes a message without an Any wrapper.
-func marshalBare(m proto.Message) ([]byte, error) {
-	if vt, ok := m.(vtMarshaler); ok {
-		return marshalVT(nil, vt, m)
-	}
-	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
-}
+func marshalBare(m proto.Message) ([]byte, error) { return appendMessage(nil, m) }
 
 // anyPayload decodes an Any-encoded resource into a fresh message of the
 // type ref produces (verify mode only).

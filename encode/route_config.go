@@ -141,8 +141,8 @@ type RouteConfigKey struct {
 	// CatchAllVirtualHost), in the order they appear.
 	VirtualHosts []*Entry
 	// Patches are the EnvoyFilter patches that may apply to the
-	// configuration (nil: none), in Context: the assembled message is
-	// decoded, patched and marshaled again (envoyfilter.go).
+	// configuration (nil: none), in Context: the hosts they change are
+	// decoded, patched and encoded again (envoyfilter.go).
 	Patches *envoypatch.Set
 	Context envoypatch.Context
 }
@@ -172,6 +172,9 @@ var rcScratch = sync.Pool{New: func() any { s := make([][]byte, 0, 64); return &
 // mode a hit is re-assembled and compared.
 func RouteConfigurationEntry(c *Cache, k *RouteConfigKey) (*Entry, error) {
 	return c.get(KindRoute, k.Hash(), func() (string, []byte, error) {
+		if k.Patches != nil {
+			return patchRouteConfiguration(c, k)
+		}
 		sp := rcScratch.Get().(*[][]byte)
 		parts := (*sp)[:0]
 		size := 0
@@ -183,9 +186,6 @@ func RouteConfigurationEntry(c *Cache, k *RouteConfigKey) (*Entry, error) {
 		clear(parts)
 		*sp = parts[:0]
 		rcScratch.Put(sp)
-		if k.Patches != nil {
-			return patchRouteConfiguration(c, k, b)
-		}
 		return k.Name, b, nil
 	}, func(b []byte) proto.Message {
 		m := &route.RouteConfiguration{}

@@ -148,8 +148,9 @@ func (k *VirtualHostKey) hostname(n index.Names) string {
 	return k.Host
 }
 
-// VirtualHostGen generates VirtualHostKey's part.
-var VirtualHostGen = partGen(KindVirtualHost, VirtualHost)
+// VirtualHostGen generates VirtualHostKey's part; most virtual hosts are
+// written directly (vhost_direct.go).
+var VirtualHostGen = partGenAppend(KindVirtualHost, VirtualHost, appendVirtualHost)
 
 // VirtualHost generates the virtual host of k. A VirtualService host that
 // names no service and gets no route on this port yields an empty virtual

@@ -74,7 +74,10 @@ func FuzzApply(f *testing.F) {
 			s.PatchListener(ctx, virtualInboundListener(t))
 			s.PatchCluster(ctx, tlsCluster(t))
 			s.PatchClusterOfServices(ctx, &cluster.Cluster{Name: "inbound|8080||"}, []string{"a.ns.svc.cluster.local"})
-			s.PatchRouteConfiguration(ctx, routeConfig(), GatewayPorts{80: {8080}})
+			want, _ := s.PatchRouteConfiguration(ctx, routeConfig(), GatewayPorts{80: {8080}})
+			if got := patchAsParts(t, s, ctx, routeConfig(), GatewayPorts{80: {8080}}); !proto.Equal(got, want) {
+				t.Fatalf("context %d: patched as parts\n%v\nas a message\n%v", ctx, got, want)
+			}
 			s.AddedClusters(ctx)
 			s.AddedListeners(ctx)
 			s.MayPatchCluster(ctx, "a.ns.svc.cluster.local", 80, "v1")

@@ -430,6 +430,9 @@ func applyToDump(t *testing.T, s *Set, d *refDump, p refProxy) *refDump {
 		}
 		pr, fs := s.PatchRouteConfiguration(c, proto.Clone(r).(*route.RouteConfiguration), nil)
 		fail("route "+name, fs)
+		if parts := patchAsParts(t, s, c, proto.Clone(r).(*route.RouteConfiguration), nil); !proto.Equal(parts, pr) {
+			t.Errorf("route %s: patched as encoded virtual hosts, it differs from the message form:\n%v\n%v", name, parts, pr)
+		}
 		if !s.MayPatchRouteConfig(c, name) {
 			out.prefiltered++
 		}

@@ -18,19 +18,63 @@ func (s *Set) PatchRouteConfiguration(c Context, rc *route.RouteConfiguration, p
 	if s == nil || rc == nil {
 		return rc, nil
 	}
-	rcMatch := func(p *Patch) bool { return p.inContext(c) && routeConfigMatch(c, rc, p, ports) }
-	for _, p := range s.by[networking.EnvoyFilter_ROUTE_CONFIGURATION] {
-		if isMerge(p.Operation) && rcMatch(p) {
-			mergeValue(p.Operation, rc, p.Value)
-		}
+	parts := make([]VirtualHostPart, len(rc.VirtualHosts))
+	for i, vh := range rc.VirtualHosts {
+		parts[i].Message = vh
 	}
-	vhPatches := s.by[networking.EnvoyFilter_VIRTUAL_HOST]
-	routePatches := s.by[networking.EnvoyFilter_HTTP_ROUTE]
+	rc.VirtualHosts = nil
+	parts, fails := s.PatchRouteConfigurationParts(c, rc, parts, ports)
+	for i := range parts {
+		rc.VirtualHosts = append(rc.VirtualHosts, parts[i].Message)
+	}
+	return rc, fails
+}
+
+// PatchRouteConfigurationParts is PatchRouteConfiguration on a
+// configuration whose virtual hosts are parts: rc holds the other fields
+// (its own VirtualHosts must be empty), vhosts the hosts in order (the
+// slice is reused). A host stays encoded unless a VIRTUAL_HOST or
+// HTTP_ROUTE patch changes it (or a ROUTE_CONFIGURATION merge lists
+// virtual hosts: then all are decoded, as the merge sees them); the
+// result's parts with a Message are the changed and added hosts.
+func (s *Set) PatchRouteConfigurationParts(c Context, rc *route.RouteConfiguration, vhosts []VirtualHostPart, ports GatewayPorts) ([]VirtualHostPart, []Failure) {
+	if s == nil || rc == nil {
+		return vhosts, nil
+	}
+	var fails []Failure
+	rcMatch := func(p *Patch) bool { return p.inContext(c) && routeConfigMatch(c, rc, p, ports) }
+	inRC := false // the hosts are in rc.VirtualHosts, decoded
+	for _, p := range s.by[networking.EnvoyFilter_ROUTE_CONFIGURATION] {
+		if !isMerge(p.Operation) || !rcMatch(p) {
+			continue
+		}
+		if !inRC && len(p.Value.(*route.RouteConfiguration).GetVirtualHosts()) > 0 {
+			for i := range vhosts {
+				if err := vhosts[i].decode(); err != nil {
+					fails = append(fails, Failure{Patch: p, Err: err})
+					continue
+				}
+				rc.VirtualHosts = append(rc.VirtualHosts, vhosts[i].Message)
+			}
+			vhosts, inRC = vhosts[:0], true
+		}
+		mergeValue(p.Operation, rc, p.Value)
+	}
+	for _, vh := range rc.VirtualHosts {
+		vhosts = append(vhosts, VirtualHostPart{Message: vh})
+	}
+	rc.VirtualHosts = nil
+
+	// rc no longer changes: the patches that match it are chosen once.
+	vhPatches := matching(s.by[networking.EnvoyFilter_VIRTUAL_HOST], rcMatch)
+	routePatches := matching(s.by[networking.EnvoyFilter_HTTP_ROUTE], rcMatch)
+	always := func(*Patch) bool { return true }
 	var removed map[string]bool
-	for i := range rc.VirtualHosts {
+	for i := range vhosts {
+		vp := &vhosts[i]
 		gone := false
 		for _, p := range vhPatches {
-			if !rcMatch(p) || !virtualHostMatch(rc.VirtualHosts[i], p) {
+			if !vp.matches(p) {
 				continue
 			}
 			if p.Operation == networking.EnvoyFilter_Patch_REMOVE {
@@ -39,9 +83,13 @@ func (s *Set) PatchRouteConfiguration(c Context, rc *route.RouteConfiguration, p
 			}
 			switch {
 			case isMerge(p.Operation):
-				mergeValue(p.Operation, rc.VirtualHosts[i], p.Value)
+				if err := vp.decode(); err != nil {
+					fails = append(fails, Failure{Patch: p, Err: err})
+					continue
+				}
+				mergeValue(p.Operation, vp.Message, p.Value)
 			case p.Operation == networking.EnvoyFilter_Patch_REPLACE:
-				rc.VirtualHosts[i] = proto.Clone(p.Value).(*route.VirtualHost)
+				vp.Message = proto.Clone(p.Value).(*route.VirtualHost)
 			}
 		}
 		if gone {
@@ -49,20 +97,46 @@ func (s *Set) PatchRouteConfiguration(c Context, rc *route.RouteConfiguration, p
 			if removed == nil {
 				removed = map[string]bool{}
 			}
-			removed[rc.VirtualHosts[i].GetName()] = true
+			removed[vp.name()] = true
 			continue
 		}
-		patchRoutes(routePatches, rcMatch, rc.VirtualHosts[i])
+		for _, p := range routePatches {
+			if !vp.matches(p) {
+				continue
+			}
+			if err := vp.decode(); err != nil {
+				fails = append(fails, Failure{Patch: p, Err: err})
+				break
+			}
+			patchRoutes(routePatches, always, vp.Message)
+			break
+		}
 	}
 	for _, p := range vhPatches {
-		if p.Operation == networking.EnvoyFilter_Patch_ADD && rcMatch(p) {
-			rc.VirtualHosts = append(rc.VirtualHosts, proto.Clone(p.Value).(*route.VirtualHost))
+		if p.Operation == networking.EnvoyFilter_Patch_ADD {
+			vhosts = append(vhosts, VirtualHostPart{Message: proto.Clone(p.Value).(*route.VirtualHost)})
 		}
 	}
 	if removed != nil {
-		rc.VirtualHosts = slices.DeleteFunc(rc.VirtualHosts, func(vh *route.VirtualHost) bool { return removed[vh.GetName()] })
+		vhosts = slices.DeleteFunc(vhosts, func(vp VirtualHostPart) bool {
+			if vp.Message != nil {
+				return removed[vp.Message.GetName()]
+			}
+			return removed[string(wireName(vp.Bytes))]
+		})
 	}
-	return rc, nil
+	return vhosts, fails
+}
+
+// matching is the patches that match.
+func matching(patches []*Patch, match func(*Patch) bool) []*Patch {
+	var out []*Patch
+	for _, p := range patches {
+		if match(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // patchRoutes applies the HTTP_ROUTE patches to one virtual host: each
