@@ -204,7 +204,6 @@ func cdAppendKeepalive(dst []byte, ka *TCPKeepalive) []byte {
 // cdKeepaliveReserve is room for upstream_connection_options (tcpKeepalive).
 const cdKeepaliveReserve = 24
 
-
 // cdOpenLen2 and cdCloseLen2 are openLen and closeLen for a value of 128
 // to 16,383 bytes, as a cluster is: two bytes are reserved for its length,
 // so the value is moved only when it is smaller or larger than that.
