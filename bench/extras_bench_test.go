@@ -53,7 +53,8 @@ func chartMesh(tb testing.TB) *encode.Mesh {
 	return m
 }
 
-// BenchmarkProxyConfigExtras: BenchmarkProxyConfigCold and Warm on
+// BenchmarkProxyConfigExtras: BenchmarkProxyConfigCold and Warm (and cold
+// without EDS) on
 // istio-bench http with the chart's mesh, plain and with the ten
 // EnvoyFilters and the mesh-wide Telemetry of the measurements
 // (docs/benchmarks.md, "EnvoyFilter and Telemetry").
@@ -63,22 +64,30 @@ func BenchmarkProxyConfigExtras(b *testing.B) {
 			name := fmt.Sprintf("http/services=%d/extras=%v", services, extras)
 			w, eds, rds := setupExtras(b, services, extras)
 			mesh := chartMesh(b)
-			b.Run("cold/"+name, func(b *testing.B) {
-				b.ReportAllocs()
-				var n, size int
-				for b.Loop() {
-					cache := encode.NewCache()
-					cache.SetVerify(false)
-					e := engine.New(w, engine.Options{Cache: cache, Mesh: mesh})
-					c, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-					if err != nil {
-						b.Fatal(err)
+			// cold-noeds is cold without EDS: the types istiod's own
+			// generation benchmarks produce (CDS, LDS, RDS), for a
+			// like-for-like ratio.
+			for _, variant := range []struct {
+				name string
+				eds  []string
+			}{{"cold", eds}, {"cold-noeds", nil}} {
+				b.Run(variant.name+"/"+name, func(b *testing.B) {
+					b.ReportAllocs()
+					var n, size int
+					for b.Loop() {
+						cache := encode.NewCache()
+						cache.SetVerify(false)
+						e := engine.New(w, engine.Options{Cache: cache, Mesh: mesh})
+						c, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
+						if err != nil {
+							b.Fatal(err)
+						}
+						n, size = fullConfig(b, c, variant.eds, rds)
 					}
-					n, size = fullConfig(b, c, eds, rds)
-				}
-				b.ReportMetric(float64(n), "resources/proxy")
-				b.ReportMetric(float64(size), "bytes/proxy")
-			})
+					b.ReportMetric(float64(n), "resources/proxy")
+					b.ReportMetric(float64(size), "bytes/proxy")
+				})
+			}
 			b.Run("warm/"+name, func(b *testing.B) {
 				cache := encode.NewCache()
 				cache.SetVerify(false)

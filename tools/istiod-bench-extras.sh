@@ -5,7 +5,8 @@
 # benchmarks, pilot/pkg/xds bench_test.go at the pinned istio: CDS, LDS and
 # RDS for one sidecar in default labelled istio.io/benchmark=true, its XDS
 # cache off) and by pilotfish (bench's BenchmarkProxyConfigExtras: CDS,
-# EDS, LDS and RDS, cold and warm), rounds interleaved so that both are
+# EDS, LDS and RDS, cold and warm, and cold without EDS, the types istiod's
+# benchmarks generate), rounds interleaved so that both are
 # measured at the same machine load.
 #
 # istiod's benchmark reads testdata/benchmarks/http.yaml (a template) and
@@ -45,6 +46,6 @@ fi
 uptime
 for ((i = 1; i <= rounds; i++)); do
   (cd "$work" && "$root/$bin/istiod-xds.test" -test.run '^$' -test.bench '(Cluster|Listener|Route)Generation/^http$' -test.benchmem) | grep '^Benchmark'
-  (cd bench && "$root/$bin/bench.test" -test.run '^$' -test.bench "ProxyConfigExtras/(cold|warm)/http/services=$services/extras=$([[ $extras == 1 ]] && echo true || echo false)\$" -test.benchmem -test.benchtime 20x) | grep '^Benchmark'
+  (cd bench && "$root/$bin/bench.test" -test.run '^$' -test.bench "ProxyConfigExtras/(cold|cold-noeds|warm)/http/services=$services/extras=$([[ $extras == 1 ]] && echo true || echo false)\$" -test.benchmem -test.benchtime 20x) | grep '^Benchmark'
 done
 uptime
