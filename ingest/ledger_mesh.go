@@ -139,7 +139,12 @@ var meshLedger = ledgerTable{
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.opentelemetry": partial(meshTracingTest,
 		"as defaultProviders.tracing or named by a Telemetry's tracing (engine.TestTelemetryTracingMatchesIstiod): http and grpc exporters, headers, initialMetadata, timeouts, resource detectors as istiod; "+
 			"dynatraceSampler and serviceAttributeEnrichment OTEL_SEMANTIC_CONVENTIONS on the default tracing provider are refused (the mesh config is not applied), "+
-			"and on a provider only a Telemetry names give that Telemetry no tracing").whole(),
+			"and on a provider only a Telemetry names give that Telemetry no tracing").whole().warnWhen(valueWarning{
+		applies: otelUnsupportedSetting,
+		when:    "dynatraceSampler or serviceAttributeEnrichment OTEL_SEMANTIC_CONVENTIONS is set",
+		why:     "dynatraceSampler, OTEL_SEMANTIC_CONVENTIONS",
+		effect:  "a Telemetry naming this provider gets no tracing from it (as the default tracing provider: the mesh config is refused)",
+	}),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_file_access_log": honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_http_als":        honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
 	"istio.mesh.v1alpha1.MeshConfig.ExtensionProvider.envoy_tcp_als":         honoured("engine.TestTelemetryAccessLogMatchesIstiod"),
@@ -209,4 +214,13 @@ func MeshProblem(file string, line int, field, msg string, warning bool) error {
 		e.Field = "mesh." + field
 	}
 	return e
+}
+
+// otelUnsupportedSetting reports whether an opentelemetry extension
+// provider sets what pilotfish's tracer does not generate (the engine
+// refuses the provider: engine/mesh_tracing.go's traceProvider).
+func otelUnsupportedSetting(v protoreflect.Value) bool {
+	o, ok := v.Message().Interface().(*meshv1.MeshConfig_ExtensionProvider_OpenTelemetryTracingProvider)
+	return ok && (o.GetSampling() != nil ||
+		o.GetServiceAttributeEnrichment() == meshv1.MeshConfig_ExtensionProvider_OTEL_SEMANTIC_CONVENTIONS)
 }

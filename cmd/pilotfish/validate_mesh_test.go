@@ -54,6 +54,15 @@ data:
 	bad := write("bad/mesh.yaml", strings.Replace(cm, "CONNECT", "3 parsecs", 1))
 	file := write("mesh-file.yaml", "rootNamespace: r\nenableEnvoyAccessLogService: true\nbogus: x\n")
 	badFile := write("mesh-bad.yaml", "rootNamespace: r\nconnectTimeout: -1s\n")
+	otel := write("mesh-otel.yaml", `extensionProviders:
+- name: dt
+  opentelemetry:
+    service: otel.observability.svc.cluster.local
+    port: 4317
+    dynatraceSampler: {tenant: t, clusterId: 1}
+- name: plain
+  opentelemetry: {service: otel.observability.svc.cluster.local, port: 4317}
+`)
 
 	cases := []struct {
 		name       string
@@ -74,6 +83,10 @@ data:
 				file + ":3: warning: MeshConfig: mesh.bogus: unknown field"}, "1 object, 0 errors, 2 warnings"},
 		{"--mesh-config: refused", []string{"--mesh-config", badFile}, 1,
 			[]string{badFile + ":2: MeshConfig: mesh.connectTimeout: "}, "1 object, 1 error"},
+		{"--mesh-config: an OpenTelemetry provider a Telemetry would name to no effect", []string{"--mesh-config", otel}, 0,
+			[]string{otel + ":3: warning: MeshConfig: mesh.extensionProviders[0].opentelemetry: not supported by pilotfish: " +
+				"dynatraceSampler, OTEL_SEMANTIC_CONVENTIONS; a Telemetry naming this provider gets no tracing from it"},
+			"1 object, 0 errors, 1 warning"},
 		{"--mesh-config missing", []string{"--mesh-config", filepath.Join(dir, "none.yaml")}, 1,
 			[]string{"none.yaml"}, ""},
 	}
