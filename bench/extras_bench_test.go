@@ -54,10 +54,9 @@ func chartMesh(tb testing.TB) *encode.Mesh {
 }
 
 // BenchmarkProxyConfigExtras: BenchmarkProxyConfigCold and Warm (and cold
-// without EDS) on
-// istio-bench http with the chart's mesh, plain and with the ten
-// EnvoyFilters and the mesh-wide Telemetry of the measurements
-// (docs/benchmarks.md, "EnvoyFilter and Telemetry").
+// without EDS) on istio-bench http with the chart's mesh, plain and with
+// the ten EnvoyFilters and the mesh-wide Telemetry of the issue's
+// measurements (docs/benchmarks.md, "EnvoyFilter and Telemetry").
 func BenchmarkProxyConfigExtras(b *testing.B) {
 	for _, services := range []int{100, 1000} {
 		for _, extras := range []bool{false, true} {
@@ -72,42 +71,11 @@ func BenchmarkProxyConfigExtras(b *testing.B) {
 				eds  []string
 			}{{"cold", eds}, {"cold-noeds", nil}} {
 				b.Run(variant.name+"/"+name, func(b *testing.B) {
-					b.ReportAllocs()
-					var n, size int
-					for b.Loop() {
-						cache := encode.NewCache()
-						cache.SetVerify(false)
-						e := engine.New(w, engine.Options{Cache: cache, Mesh: mesh})
-						c, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-						if err != nil {
-							b.Fatal(err)
-						}
-						n, size = fullConfig(b, c, variant.eds, rds)
-					}
-					b.ReportMetric(float64(n), "resources/proxy")
-					b.ReportMetric(float64(size), "bytes/proxy")
+					benchCold(b, w, mesh, variant.eds, rds)
 				})
 			}
 			b.Run("warm/"+name, func(b *testing.B) {
-				cache := encode.NewCache()
-				cache.SetVerify(false)
-				e := engine.New(w, engine.Options{Cache: cache, Mesh: mesh})
-				first, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				fullConfig(b, first, eds, rds)
-				second, err := e.Connect(context.Background(), node("10.0.0.2", "pod-1"), "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				var n, size int
-				for b.Loop() {
-					n, size = fullConfig(b, second, eds, rds)
-				}
-				b.ReportMetric(float64(n), "resources/proxy")
-				b.ReportMetric(float64(size), "bytes/proxy")
+				benchWarm(b, w, mesh, eds, rds)
 			})
 		}
 	}

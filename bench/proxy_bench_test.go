@@ -88,20 +88,7 @@ func BenchmarkProxyConfigCold(b *testing.B) {
 	for _, wc := range proxyCases {
 		b.Run(fmt.Sprintf("%s/services=%d", wc.name, wc.services), func(b *testing.B) {
 			w, eds, rds := setup(b, wc)
-			b.ReportAllocs()
-			var n, size int
-			for b.Loop() {
-				cache := encode.NewCache()
-				cache.SetVerify(false)
-				e := engine.New(w, engine.Options{Cache: cache})
-				c, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, size = fullConfig(b, c, eds, rds)
-			}
-			b.ReportMetric(float64(n), "resources/proxy")
-			b.ReportMetric(float64(size), "bytes/proxy")
+			benchCold(b, w, nil, eds, rds)
 		})
 	}
 }
@@ -112,25 +99,7 @@ func BenchmarkProxyConfigWarm(b *testing.B) {
 	for _, wc := range proxyCases {
 		b.Run(fmt.Sprintf("%s/services=%d", wc.name, wc.services), func(b *testing.B) {
 			w, eds, rds := setup(b, wc)
-			cache := encode.NewCache()
-			cache.SetVerify(false)
-			e := engine.New(w, engine.Options{Cache: cache})
-			first, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			fullConfig(b, first, eds, rds)
-			second, err := e.Connect(context.Background(), node("10.0.0.2", "pod-1"), "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			var n, size int
-			for b.Loop() {
-				n, size = fullConfig(b, second, eds, rds)
-			}
-			b.ReportMetric(float64(n), "resources/proxy")
-			b.ReportMetric(float64(size), "bytes/proxy")
+			benchWarm(b, w, nil, eds, rds)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package envoypatch
 
 import (
+	"slices"
 	"testing"
 
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -96,7 +97,7 @@ func TestPatchRouteConfigurationParts(t *testing.T) {
 					decoded = append(decoded, i)
 				}
 			}
-			if !equalInts(decoded, tc.decoded) {
+			if !slices.Equal(decoded, tc.decoded) {
 				t.Errorf("decoded parts %v, want %v", decoded, tc.decoded)
 			}
 			if got := patchAsParts(t, s, Outbound, manyHosts(4), nil); !proto.Equal(got, want) {
@@ -104,16 +105,4 @@ func TestPatchRouteConfigurationParts(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
