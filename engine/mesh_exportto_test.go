@@ -27,7 +27,7 @@ func TestSetMeshExportToDefaults(t *testing.T) {
 		Addresses: []netip.Prefix{netip.MustParsePrefix("10.96.0.30/32")},
 		Ports:     []index.Port{{Name: sy.Intern("http"), Number: 80, Protocol: index.ProtocolHTTP}}})
 	w.Apply(&b)
-	eng, addr := startMeshServer(t, w)
+	eng, addr := startMeshServer(t, w, nil)
 
 	home := newMeshClient(t, ctx, addr, "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop")
 	other := newMeshClient(t, ctx, addr, "sidecar~10.1.0.2~b-1.other~other.svc.cluster.local", "other")

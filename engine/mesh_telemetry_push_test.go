@@ -27,7 +27,7 @@ func TestSetMeshStatsPushed(t *testing.T) {
 		Ports:     []index.Port{{Name: sy.Intern("http"), Number: 80, Protocol: index.ProtocolHTTP}},
 	})
 	w.Apply(&b)
-	eng, addr := startMeshServer(t, w)
+	eng, addr := startMeshServer(t, w, nil)
 
 	c := newMeshClient(t, ctx, addr, "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop")
 	c.waitFor(t, ctx, "first LDS", func() bool { return c.has(engine.TypeListener, "0.0.0.0_80") })
