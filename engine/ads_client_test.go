@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -23,9 +24,9 @@ import (
 )
 
 // What the push tests share: an engine behind a real xDS server on
-// 127.0.0.1 (startMeshServer), the mesh a mesh config YAML gives
-// (meshOf), config applied as files (applyFile, deleteFile) and a real ADS
-// client (meshClient) that counts the responses of each type.
+// 127.0.0.1 (startMeshServer, startConfigServer), the mesh a mesh config
+// YAML gives (meshOf), config applied as files (applyFile, deleteFile) and
+// a real ADS client (meshClient) that counts the responses of each type.
 
 // startMeshServer runs an engine on w with mesh (nil: istiod's default
 // mesh) behind a real xDS server on 127.0.0.1, stopped when the test ends,
@@ -49,6 +50,33 @@ func startMeshServer(t *testing.T, w *index.Writer, mesh *encode.Mesh) (*engine.
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
 	return eng, lis.Addr().String()
+}
+
+// startConfigServer runs startMeshServer on the manifests config (as file
+// config.yaml) with the mesh meshYAML gives; it returns the config's mesh,
+// to change, and the server's address.
+func startConfigServer(t *testing.T, meshYAML, config string) (*scenario.Mesh, string) {
+	t.Helper()
+	sm := scenario.NewMesh()
+	applyFile(t, sm, "config.yaml", config)
+	_, addr := startMeshServer(t, sm.W, meshOf(t, meshYAML))
+	return sm, addr
+}
+
+// putService adds to w the Kubernetes Service name of namespace shop
+// (address 10.96.0.30) with one port; edit, when set, changes it first.
+func putService(w *index.Writer, name, portName string, port uint32, proto index.Protocol, edit func(*index.Service)) {
+	sy := w.Symbols()
+	svc := index.Service{Key: index.ServiceKey{Host: sy.Intern(name + ".shop.svc.cluster.local"), Namespace: sy.Intern("shop")},
+		Name: sy.Intern(name), Origin: index.OriginKubernetes,
+		Addresses: []netip.Prefix{netip.MustParsePrefix("10.96.0.30/32")},
+		Ports:     []index.Port{{Name: sy.Intern(portName), Number: port, Protocol: proto}}}
+	if edit != nil {
+		edit(&svc)
+	}
+	var b index.Batch
+	b.PutService(svc)
+	w.Apply(&b)
 }
 
 // meshOf is the mesh MeshSettings makes of a mesh config (ConfigMap

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
+	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
 // gatewayHCMCases are the istiod reference cases whose routers' HTTP
@@ -60,15 +61,7 @@ func routerHCMs(t *testing.T, c *istiodref.Case, p istiodref.Proxy) gatewayHCMs 
 	}
 	out := gatewayHCMs{istiod: map[string]map[string]any{}, pilotfish: map[string]*hcm.HttpConnectionManager{}}
 	for _, r := range rs {
-		validateAny(t, p.Name+"/"+r.Name, r.Any)
-		var a anypb.Any
-		var l listenerv3.Listener
-		if err := proto.Unmarshal(r.Any, &a); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.UnmarshalTo(&l); err != nil {
-			t.Fatal(err)
-		}
+		l := xdstest.Decode(t, p.Name+"/"+r.Name, r.Any, func() *listenerv3.Listener { return &listenerv3.Listener{} })
 		chains := l.GetFilterChains()
 		if d := l.GetDefaultFilterChain(); d != nil {
 			chains = append(chains, d)

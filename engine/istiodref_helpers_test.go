@@ -268,6 +268,12 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 // reader gives istiod's.
 func anyJSON(t *testing.T, b []byte) any {
 	t.Helper()
+	return messageJSON(t, anyMessage(t, b))
+}
+
+// anyMessage decodes an encoded Any's message.
+func anyMessage(t *testing.T, b []byte) proto.Message {
+	t.Helper()
 	var a anypb.Any
 	if err := proto.Unmarshal(b, &a); err != nil {
 		t.Fatal(err)
@@ -276,7 +282,7 @@ func anyJSON(t *testing.T, b []byte) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return messageJSON(t, m)
+	return m
 }
 
 // messageJSON renders m as generic JSON (protojson's field names).
@@ -291,20 +297,4 @@ func messageJSON(t *testing.T, m proto.Message) any {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// validateAny checks an encoded Any's message with Envoy's validation.
-func validateAny(t *testing.T, what string, b []byte) {
-	t.Helper()
-	var a anypb.Any
-	if err := proto.Unmarshal(b, &a); err != nil {
-		t.Fatal(err)
-	}
-	m, err := a.UnmarshalNew()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := xdstest.Validate(m); err != nil {
-		t.Errorf("%s: %v", what, err)
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 )
 
 const telemetryPushConfig = `apiVersion: v1
@@ -54,10 +53,7 @@ spec:
 func TestTelemetryNamespacePushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mesh := meshOf(t, "defaultProviders: {metrics: [prometheus]}\n")
-	sm := scenario.NewMesh()
-	applyFile(t, sm, "config.yaml", telemetryPushConfig)
-	_, addr := startMeshServer(t, sm.W, mesh)
+	sm, addr := startConfigServer(t, "defaultProviders: {metrics: [prometheus]}\n", telemetryPushConfig)
 
 	const fileLog = "envoy.access_loggers.file"
 	a := newMeshClient(t, ctx, addr, "sidecar~10.1.7.1~web-1.tela~tela.svc.cluster.local", "tela")

@@ -6,31 +6,14 @@ import (
 	"time"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 )
 
-const extAuthzPushConfig = `apiVersion: v1
-kind: Namespace
-metadata: {name: shop}
----
+// extAuthzPushConfig adds a CUSTOM policy on shop and the namespace of its
+// provider's service.
+const extAuthzPushConfig = scopedReviews + `---
 apiVersion: v1
 kind: Namespace
 metadata: {name: authz-ext}
----
-apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata: {name: default, namespace: shop}
-spec:
-  egress:
-  - hosts: ["./*"]
----
-apiVersion: v1
-kind: Service
-metadata: {name: reviews, namespace: shop}
-spec:
-  clusterIP: 10.96.0.40
-  ports: [{name: http, port: 9080, targetPort: 9080, protocol: TCP}]
-  selector: {app: reviews}
 ---
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
@@ -61,12 +44,9 @@ spec:
 func TestExtAuthzServicePushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mesh := meshOf(t, "extensionProviders:\n- {name: grpc-authz, envoyExtAuthzGrpc: {service: ext-authz.authz-ext.svc.cluster.local, port: 9000}}\n")
-	sm := scenario.NewMesh()
-	applyFile(t, sm, "config.yaml", extAuthzPushConfig)
-	_, addr := startMeshServer(t, sm.W, mesh)
+	sm, addr := startConfigServer(t, "extensionProviders:\n- {name: grpc-authz, envoyExtAuthzGrpc: {service: ext-authz.authz-ext.svc.cluster.local, port: 9000}}\n", extAuthzPushConfig)
 
-	c := newMeshClient(t, ctx, addr, "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local", "shop")
+	c := newMeshClient(t, ctx, addr, reviewsSidecar, "shop")
 	const deny, extAuthz = "-deny-due-to-bad-CUSTOM-action", "envoy.filters.http.ext_authz"
 	c.waitFor(t, ctx, "deny rules while the provider's service is missing", func() bool { return c.has(engine.TypeListener, deny) })
 	if c.has(engine.TypeListener, extAuthz) {

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -22,15 +21,7 @@ func TestSetMeshPushesAffected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := index.NewWriter()
-	sy := w.Symbols()
-	addService := func(name string, port uint32, proto index.Protocol) {
-		svc := index.ServiceKey{Host: sy.Intern(name + ".shop.svc.cluster.local"), Namespace: sy.Intern("shop")}
-		var b index.Batch
-		b.PutService(index.Service{Key: svc, Name: sy.Intern(name), Origin: index.OriginKubernetes,
-			Addresses: []netip.Prefix{netip.MustParsePrefix("10.96.0.30/32")},
-			Ports:     []index.Port{{Name: sy.Intern("p"), Number: port, Protocol: proto}}})
-		w.Apply(&b)
-	}
+	addService := func(name string, port uint32, proto index.Protocol) { putService(w, name, "p", port, proto, nil) }
 	addService("reviews", 80, index.ProtocolHTTP)
 	eng, addr := startMeshServer(t, w, nil)
 

@@ -9,13 +9,11 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 )
 
-const tracingPushConfig = `apiVersion: v1
+// scopedReviews is namespace shop, whose default Sidecar sees only shop,
+// with its reviews Service; reviewsSidecar is a pod of reviews.
+const scopedReviews = `apiVersion: v1
 kind: Namespace
 metadata: {name: shop}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: observability}
 ---
 apiVersion: networking.istio.io/v1
 kind: Sidecar
@@ -31,6 +29,15 @@ spec:
   clusterIP: 10.96.0.40
   ports: [{name: http, port: 9080, targetPort: 9080, protocol: TCP}]
   selector: {app: reviews}
+`
+
+const reviewsSidecar = "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local"
+
+// tracingPushConfig adds the namespace of the tracing providers' services.
+const tracingPushConfig = scopedReviews + `---
+apiVersion: v1
+kind: Namespace
+metadata: {name: observability}
 `
 
 const tracingPushService = `apiVersion: v1
@@ -50,12 +57,9 @@ spec:
 func TestTracingProviderServicePushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mesh := meshOf(t, "defaultProviders: {tracing: [zipkin]}\nextensionProviders:\n- {name: zipkin, zipkin: {service: zipkin.observability.svc.cluster.local, port: 9411}}\n")
-	sm := scenario.NewMesh()
-	applyFile(t, sm, "config.yaml", tracingPushConfig)
-	_, addr := startMeshServer(t, sm.W, mesh)
+	sm, addr := startConfigServer(t, "defaultProviders: {tracing: [zipkin]}\nextensionProviders:\n- {name: zipkin, zipkin: {service: zipkin.observability.svc.cluster.local, port: 9411}}\n", tracingPushConfig)
 
-	c := newMeshClient(t, ctx, addr, "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local", "shop")
+	c := newMeshClient(t, ctx, addr, reviewsSidecar, "shop")
 	const tracer, cluster = "envoy.tracers.zipkin", "outbound|9411||zipkin.observability.svc.cluster.local"
 	c.waitFor(t, ctx, "listeners while the provider's service is missing", func() bool { return c.has(engine.TypeListener, "0.0.0.0_9080") })
 	if c.has(engine.TypeListener, tracer) || c.has(engine.TypeListener, "istio.canonical_service") {
@@ -87,7 +91,7 @@ func TestTracingMeshToggleReclassifies(t *testing.T) {
 	applyFile(t, sm, "config.yaml", tracingPushConfig)
 	eng, addr := startMeshServer(t, sm.W, meshOff)
 
-	c := newMeshClient(t, ctx, addr, "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local", "shop")
+	c := newMeshClient(t, ctx, addr, reviewsSidecar, "shop")
 	c.waitFor(t, ctx, "listeners", func() bool { return c.has(engine.TypeListener, "0.0.0.0_9080") })
 	if c.has(engine.TypeListener, "istio.canonical_service") {
 		t.Fatal("tracing tags with enableTracing false")

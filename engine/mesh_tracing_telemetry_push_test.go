@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 )
 
 const tracingPushTelemetry = `apiVersion: telemetry.istio.io/v1
@@ -28,12 +27,9 @@ spec:
 func TestTelemetryTracingPushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mesh := meshOf(t, "enableTracing: false\nextensionProviders:\n- {name: zipkin, zipkin: {service: zipkin.observability.svc.cluster.local, port: 9411}}\n")
-	sm := scenario.NewMesh()
-	applyFile(t, sm, "config.yaml", tracingPushConfig)
-	_, addr := startMeshServer(t, sm.W, mesh)
+	sm, addr := startConfigServer(t, "enableTracing: false\nextensionProviders:\n- {name: zipkin, zipkin: {service: zipkin.observability.svc.cluster.local, port: 9411}}\n", tracingPushConfig)
 
-	c := newMeshClient(t, ctx, addr, "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local", "shop")
+	c := newMeshClient(t, ctx, addr, reviewsSidecar, "shop")
 	const tracer, cluster = "envoy.tracers.zipkin", "outbound|9411||zipkin.observability.svc.cluster.local"
 	c.waitFor(t, ctx, "listeners", func() bool { return c.has(engine.TypeListener, "0.0.0.0_9080") })
 	if c.has(engine.TypeListener, tracer) || c.has(engine.TypeListener, "istio.canonical_service") {
