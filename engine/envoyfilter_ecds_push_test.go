@@ -40,22 +40,18 @@ func TestEnvoyFilterExtensionConfigOverECDS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sm := scenario.NewMesh()
-	if err := sm.Apply("config.yaml", []byte(wasmPushConfig)); err != nil {
-		t.Fatal(err)
-	}
-	if err := sm.Apply("filter.yaml", []byte(envoyFilterECDS("-- v1"))); err != nil {
-		t.Fatal(err)
-	}
-	_, addr := startMeshServer(t, sm.W)
+	applyFile(t, sm, "config.yaml", wasmPushConfig)
+	applyFile(t, sm, "filter.yaml", envoyFilterECDS("-- v1"))
+	_, addr := startMeshServer(t, sm.W, nil)
 	const name = "shop-lua"
 	sotw := newWasmClient(t, ctx, addr, "sidecar~10.1.0.50~reviews-1.shop~shop.svc.cluster.local", "reviews", false)
 	delta := newWasmClient(t, ctx, addr, "sidecar~10.1.0.51~reviews-2.shop~shop.svc.cluster.local", "reviews", true)
 	other := newWasmClient(t, ctx, addr, "sidecar~10.1.0.52~ratings-1.shop~shop.svc.cluster.local", "ratings", false)
-	for _, c := range []*wasmClient{sotw, delta, other} {
+	for _, c := range []*meshClient{sotw, delta, other} {
 		c.waitFor(t, ctx, "LDS", func() bool { return c.count(engine.TypeListener) > 0 })
 		c.subscribe(t, engine.TypeExtensionConfig, name)
 	}
-	for _, c := range []*wasmClient{sotw, delta} {
+	for _, c := range []*meshClient{sotw, delta} {
 		c.waitFor(t, ctx, "the patch's extension config over ECDS", func() bool {
 			return c.has(engine.TypeExtensionConfig, "-- v1") && c.has(engine.TypeExtensionConfig, "envoy.extensions.filters.http.lua.v3.Lua")
 		})
@@ -69,25 +65,19 @@ func TestEnvoyFilterExtensionConfigOverECDS(t *testing.T) {
 		t.Error("the two pods of reviews got different extension config bytes")
 	}
 
-	if err := sm.Apply("filter.yaml", []byte(envoyFilterECDS("-- v2"))); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []*wasmClient{sotw, delta} {
+	applyFile(t, sm, "filter.yaml", envoyFilterECDS("-- v2"))
+	for _, c := range []*meshClient{sotw, delta} {
 		c.waitFor(t, ctx, "the changed patch over ECDS", func() bool { return c.has(engine.TypeExtensionConfig, "-- v2") })
 	}
 	// A marker service bounds what the changes sent to ratings.
-	if err := sm.Apply("marker.yaml", []byte("apiVersion: v1\nkind: Service\nmetadata: {name: marker, namespace: shop}\nspec:\n  clusterIP: 10.96.0.59\n  ports: [{name: tcp, port: 7000, protocol: TCP}]\n")); err != nil {
-		t.Fatal(err)
-	}
+	applyFile(t, sm, "marker.yaml", shopMarker)
 	other.waitFor(t, ctx, "the marker's CDS", func() bool { return other.has(engine.TypeCluster, "marker.shop") })
 	if other.has(engine.TypeExtensionConfig, "lua") {
 		t.Error("ratings, which no EnvoyFilter selects, got the patch's extension config")
 	}
 
-	if err := sm.Delete("filter.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []*wasmClient{sotw, delta} {
+	deleteFile(t, sm, "filter.yaml")
+	for _, c := range []*meshClient{sotw, delta} {
 		c.waitFor(t, ctx, "no extension config once the filter is gone", func() bool { return !c.has(engine.TypeExtensionConfig, "lua") })
 	}
 }

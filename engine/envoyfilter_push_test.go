@@ -1,12 +1,8 @@
 package engine
 
 import (
-	"context"
 	"slices"
 	"testing"
-	"time"
-
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/index"
 	"github.com/pilotfish-mesh/pilotfish/ingest"
@@ -25,46 +21,8 @@ const efPatch = `
 // all), and a proxy pushed to gets the patched clusters while one not
 // pushed to holds what it would get now.
 func TestEnvoyFilterPushScope(t *testing.T) {
-	sw := newScopedWriter(t, scopedMesh, policyMesh)
-	e := New(sw.w, Options{DebounceAfter: 5 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	go e.Run(ctx)
-	connect := func(ip, pod, ns, app string) *Conn {
-		n := sidecarNode(t, ip, pod, ns)
-		n.Metadata.Fields["LABELS"] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"app": structpb.NewStringValue(app)}})
-		c, err := e.Connect(ctx, n, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	one, other := connect("10.1.0.1", "one", "a", "one"), connect("10.1.0.3", "other", "a", "other")
-	inB, inC := connect("10.1.0.2", "pb", "b", "b"), connect("10.1.0.4", "pc", "c", "c")
-	all := []*Conn{one, other, inB, inC}
-	name := map[*Conn]string{one: "a/one", other: "a/other", inB: "b", inC: "c"}
-	drain := func() []string {
-		var got []string
-		for _, c := range all {
-			n := 0
-			for {
-				if _, ok := waitPush(t, c, 300*time.Millisecond); !ok {
-					break
-				}
-				n++
-			}
-			if n > 0 {
-				got = append(got, name[c])
-			}
-		}
-		return got
-	}
-	sw.apply(`
-apiVersion: v1
-kind: Service
-metadata: {name: prime, namespace: b}
-spec: {clusterIP: 10.96.0.9, ports: [{name: http, port: 80}]}`)
-	drain()
+	sw, e, pp := startPolicyProxies(t)
+	one, other, drain := pp.one, pp.other, pp.drain
 
 	patched := func(c *Conn) int {
 		rs, err := e.generate(c.class.scope(e), e.cache, TypeCluster, nil, true, nil)

@@ -2,25 +2,21 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
+	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
 // gatewayHCMCases are the istiod reference cases whose routers' HTTP
@@ -54,42 +50,23 @@ func routerHCMs(t *testing.T, c *istiodref.Case, p istiodref.Proxy) gatewayHCMs 
 	if c.Mesh != nil {
 		mesh = telemetryCaseMesh(t, c)
 	}
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: mesh})
 	dump, err := istiodref.ReadDump(c.DumpFile(p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := structpb.NewStruct(p.Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := connectNode(t, caseEngine(t, c, Options{Mesh: mesh}), refNode(t, p.ID, p.Metadata))
 	rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := gatewayHCMs{istiod: map[string]map[string]any{}, pilotfish: map[string]*hcm.HttpConnectionManager{}}
 	for _, r := range rs {
-		validateAny(t, p.Name+"/"+r.Name, r.Any)
-		var a anypb.Any
-		var l listenerv3.Listener
-		if err := proto.Unmarshal(r.Any, &a); err != nil {
-			t.Fatal(err)
+		l := xdstest.Decode(t, p.Name+"/"+r.Name, r.Any, func() *listenerv3.Listener { return &listenerv3.Listener{} })
+		chains := l.GetFilterChains()
+		if d := l.GetDefaultFilterChain(); d != nil {
+			chains = append(chains, d)
 		}
-		if err := a.UnmarshalTo(&l); err != nil {
-			t.Fatal(err)
-		}
-		for _, fc := range l.GetFilterChains() {
+		for _, fc := range chains {
 			for _, f := range fc.GetFilters() {
 				if f.GetName() != "envoy.filters.network.http_connection_manager" {
 					continue
@@ -98,43 +75,16 @@ func routerHCMs(t *testing.T, c *istiodref.Case, p istiodref.Proxy) gatewayHCMs 
 				if err := f.GetTypedConfig().UnmarshalTo(&h); err != nil {
 					t.Fatalf("%s/%s: %v", p.Name, r.Name, err)
 				}
-				id := r.Name + " " + chainMatchJSON(t, fc.GetFilterChainMatch())
+				fcJSON, _ := messageJSON(t, fc).(map[string]any)
+				id := r.Name + " " + chainID(t, fcJSON)
 				out.pilotfish[id] = &h
 			}
 		}
 	}
 	for ln, l := range dump.Listeners {
-		for _, fc := range jsonList(l["filterChains"]) {
-			fm, _ := fc.(map[string]any)
-			for _, f := range jsonList(fm["filters"]) {
-				ff, _ := f.(map[string]any)
-				if ff["name"] != "envoy.filters.network.http_connection_manager" {
-					continue
-				}
-				tc, _ := ff["typedConfig"].(map[string]any)
-				out.istiod[ln+" "+jsonString(t, fm["filterChainMatch"])] = tc
-			}
-		}
+		eachHCM(t, l, func(id string, tc map[string]any) { out.istiod[ln+" "+id] = tc })
 	}
 	return out
-}
-
-// chainMatchJSON renders a filter chain match as the dump's JSON does
-// (protojson field names), for pairing chains.
-func chainMatchJSON(t *testing.T, m *listenerv3.FilterChainMatch) string {
-	t.Helper()
-	if m == nil {
-		return "null"
-	}
-	b, err := protojson.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	return jsonString(t, v)
 }
 
 // istiodAlpnBytes decodes the istio.alpn typed config of an istiod HCM
@@ -244,45 +194,11 @@ func TestGatewayListenersSharedWithAlpn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
 	cache := encode.NewCache()
-	e := New(sm.W, Options{Cache: cache})
+	e := caseEngine(t, c, Options{Cache: cache})
 	gw := c.Proxies[0]
-	listenerStats := func() encode.Stats {
-		for _, s := range cache.Stats() {
-			if s.Kind == "listener" {
-				return s
-			}
-		}
-		t.Fatal("no listener cache stats")
-		return encode.Stats{}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	gen := func(id string) map[string]string {
-		t.Helper()
-		md, err := structpb.NewStruct(gw.Metadata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: md}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for _, r := range rs {
-			out[r.Name] = string(r.Any)
-		}
-		return out
-	}
+	listenerStats := func() encode.Stats { return listenerCacheStats(t, cache) }
+	gen := func(id string) map[string]string { t.Helper(); return listenerBytes(t, e, id, gw.Metadata) }
 	first := gen(gw.ID)
 	s1 := listenerStats()
 	second := gen(strings.NewReplacer("10.1.77.1", "10.1.77.2", "7d9f", "8e0a").Replace(gw.ID))

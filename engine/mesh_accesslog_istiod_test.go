@@ -1,24 +1,14 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
-	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
 // Cases accesslog-mesh and accesslog-telemetry of internal/istiodref:
@@ -35,8 +25,7 @@ func telemetryFields(t *testing.T, l map[string]any) map[string]string {
 	if al, ok := l["accessLog"]; ok {
 		out["listener accessLog"] = jsonString(t, al)
 	}
-	chain := func(fc map[string]any) {
-		id := fmt.Sprintf("%v %s", fc["name"], jsonString(t, fc["filterChainMatch"]))
+	eachChain(t, l, func(id string, fc map[string]any) {
 		for _, f := range jsonList(fc["filters"]) {
 			fm, _ := f.(map[string]any)
 			name, _ := fm["name"].(string)
@@ -56,14 +45,7 @@ func telemetryFields(t *testing.T, l map[string]any) map[string]string {
 				}
 			}
 		}
-	}
-	for _, fc := range jsonList(l["filterChains"]) {
-		m, _ := fc.(map[string]any)
-		chain(m)
-	}
-	if d, ok := l["defaultFilterChain"].(map[string]any); ok {
-		chain(d)
-	}
+	})
 	return out
 }
 
@@ -72,56 +54,9 @@ func telemetryFields(t *testing.T, l map[string]any) map[string]string {
 // access logs istiod's dumps hold.
 func telemetryFieldDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs []string, logs int) {
 	t.Helper()
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: mesh})
-	for _, p := range c.Proxies {
-		dump, err := istiodref.ReadDump(c.DumpFile(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		md, err := structpb.NewStruct(p.Metadata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]map[string]any{}
-		for _, r := range rs {
-			var a anypb.Any
-			var l listenerv3.Listener
-			if err := proto.Unmarshal(r.Any, &a); err != nil {
-				t.Fatal(err)
-			}
-			if err := a.UnmarshalTo(&l); err != nil {
-				t.Fatal(err)
-			}
-			if err := xdstest.Validate(&l); err != nil {
-				t.Errorf("%s: listener %s: %v", p.Name, r.Name, err)
-			}
-			m, _ := anyJSON(t, r.Any).(map[string]any)
-			got[r.Name] = m
-		}
-		for _, ln := range slices.Sorted(mapKeys(dump.Listeners)) {
-			g, ok := got[ln]
-			if !ok && ln == kubeAPIListener {
-				continue
-			}
-			if !ok {
-				diffs = append(diffs, fmt.Sprintf("%s: listener %s: pilotfish sends none", p.Name, ln))
-				continue
-			}
-			want, have := telemetryFields(t, dump.Listeners[ln]), telemetryFields(t, g)
+	eachRefProxy(t, c, caseEngine(t, c, Options{Mesh: mesh}), "", func(p *refProxy) {
+		p.eachListener(&diffs, func(ln string, istiod, pilotfish map[string]any) {
+			want, have := telemetryFields(t, istiod), telemetryFields(t, pilotfish)
 			for _, k := range slices.Sorted(mapKeys(want)) {
 				if strings.HasSuffix(k, "accessLog") {
 					logs++
@@ -135,10 +70,8 @@ func telemetryFieldDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (di
 					diffs = append(diffs, fmt.Sprintf("%s: %s %s: istiod has none, pilotfish %s", p.Name, ln, k, have[k]))
 				}
 			}
-		}
-		conn.Close()
-		cancel()
-	}
+		})
+	})
 	return diffs, logs
 }
 
@@ -245,43 +178,13 @@ func TestTelemetryOverridesMatchesIstiod(t *testing.T) {
 func TestTelemetrySharedListeners(t *testing.T) {
 	c := loadMeshCase(t, "accesslog-telemetry")
 	m := telemetryCaseMesh(t, c)
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
 	cache := encode.NewCache()
-	e := New(sm.W, Options{Mesh: m, Cache: cache})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	e := caseEngine(t, c, Options{Mesh: m, Cache: cache})
 	lds := func(id, ns string, labels map[string]any) map[string]string {
 		t.Helper()
-		md, err := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "LABELS": labels, "INSTANCE_IPS": strings.Split(id, "~")[1], "ISTIO_VERSION": "1.31.0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: md}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for _, r := range rs {
-			out[r.Name] = string(r.Any)
-		}
-		return out
+		return listenerBytes(t, e, id, map[string]any{"NAMESPACE": ns, "LABELS": labels, "INSTANCE_IPS": strings.Split(id, "~")[1], "ISTIO_VERSION": "1.31.0"})
 	}
-	misses := func() uint64 {
-		for _, s := range cache.Stats() {
-			if s.Kind == encode.KindListener.String() {
-				return s.Misses
-			}
-		}
-		return 0
-	}
+	misses := func() uint64 { return listenerCacheStats(t, cache).Misses }
 	web := map[string]any{"app": "web", "version": "v1"}
 	first := lds("sidecar~10.1.62.5~web-v1-7d9c.altel~altel.svc.cluster.local", "altel", web)
 	before := misses()

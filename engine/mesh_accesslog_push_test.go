@@ -2,17 +2,10 @@ package engine_test
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/inject"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
-	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
 const telemetryPushConfig = `apiVersion: v1
@@ -60,35 +53,11 @@ spec:
 func TestTelemetryNamespacePushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg, err := inject.ParseMesh([]byte("defaultProviders: {metrics: [prometheus]}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mesh, err := engine.MeshSettings{Config: cfg}.Mesh()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm := scenario.NewMesh()
-	if err := sm.Apply("config.yaml", []byte(telemetryPushConfig)); err != nil {
-		t.Fatal(err)
-	}
-	eng := engine.New(sm.W, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: mesh})
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); eng.Run(runCtx) }()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer(serve.ServerOptions()...)
-	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+	sm, addr := startConfigServer(t, "defaultProviders: {metrics: [prometheus]}\n", telemetryPushConfig)
 
 	const fileLog = "envoy.access_loggers.file"
-	a := newMeshClient(t, ctx, lis.Addr().String(), "sidecar~10.1.7.1~web-1.tela~tela.svc.cluster.local", "tela")
-	b := newMeshClient(t, ctx, lis.Addr().String(), "sidecar~10.1.7.2~api-1.telb~telb.svc.cluster.local", "telb")
+	a := newMeshClient(t, ctx, addr, "sidecar~10.1.7.1~web-1.tela~tela.svc.cluster.local", "tela")
+	b := newMeshClient(t, ctx, addr, "sidecar~10.1.7.2~api-1.telb~telb.svc.cluster.local", "telb")
 	a.waitFor(t, ctx, "tela's first LDS", func() bool { return a.has(engine.TypeListener, "0.0.0.0_8081") })
 	b.waitFor(t, ctx, "telb's first LDS", func() bool { return b.has(engine.TypeListener, "0.0.0.0_8080") })
 	if a.has(engine.TypeListener, fileLog) || b.has(engine.TypeListener, fileLog) {
@@ -96,13 +65,9 @@ func TestTelemetryNamespacePushes(t *testing.T) {
 	}
 	bLDS := b.count(engine.TypeListener)
 
-	if err := sm.Apply("telemetry.yaml", []byte(telemetryPushNamespace)); err != nil {
-		t.Fatal(err)
-	}
+	applyFile(t, sm, "telemetry.yaml", telemetryPushNamespace)
 	a.waitFor(t, ctx, "tela's access log", func() bool { return a.has(engine.TypeListener, fileLog) })
-	if err := sm.Apply("marker.yaml", []byte(telemetryPushMarker)); err != nil {
-		t.Fatal(err)
-	}
+	applyFile(t, sm, "marker.yaml", telemetryPushMarker)
 	b.waitFor(t, ctx, "telb's marker listener", func() bool { return b.has(engine.TypeListener, "10.96.7.9_7777") })
 	if n := b.count(engine.TypeListener); n != bLDS+1 {
 		t.Errorf("telb got %d LDS pushes after tela's Telemetry and the marker; want 1 (the marker's)", n-bLDS)

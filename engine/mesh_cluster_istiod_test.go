@@ -1,19 +1,9 @@
 package engine
 
 import (
-	"context"
-	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
@@ -49,48 +39,18 @@ func compareMeshClusterCase(t *testing.T, name, hostPart string, known map[strin
 	}
 }
 
-func loadMeshCase(t *testing.T, name string) *istiodref.Case {
-	t.Helper()
-	c, err := istiodref.LoadCase(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Mesh == nil {
-		t.Fatalf("case %s has no mesh.yaml", name)
-	}
-	for _, p := range c.Proxies {
-		if _, err := os.Stat(c.DumpFile(p)); err != nil {
-			t.Skipf("istiod's output not produced yet (make istiod-ref CASE=%s): %v", name, err)
-		}
-	}
-	return c
-}
-
 // meshCaseDiffs runs the engine with mesh on the case's config and returns
 // each proxy's differences from istiod on the resources of hostPart.
 func meshCaseDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh, hostPart string, listeners ...string) map[string][]string {
 	t.Helper()
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: mesh})
+	e := caseEngine(t, c, Options{Mesh: mesh})
 	out := map[string][]string{}
 	for _, p := range c.Proxies {
 		dump, err := istiodref.ReadDump(c.DumpFile(p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		md, err := structpb.NewStruct(p.Metadata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
+		conn := connectNode(t, e, refNode(t, p.ID, p.Metadata))
 		var diffs []string
 		nc := compareResources(t, conn, encode.ClusterType, nil, true, dump.Clusters, hostPart, &diffs)
 		var edsNames []string
@@ -118,7 +78,6 @@ func meshCaseDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh, hostPart 
 		}
 		t.Logf("%s: %d clusters, %d assignments and %d listeners compared, %d differences", p.Name, nc, ne, nl, len(diffs))
 		conn.Close()
-		cancel()
 		out[p.Name] = diffs
 	}
 	return out
@@ -167,29 +126,6 @@ func compareResources(t *testing.T, conn *Conn, typeURL string, names []string, 
 		}
 	}
 	return len(wantNames)
-}
-
-// anyJSON renders an encoded Any's message as generic JSON, as the dump
-// reader gives istiod's.
-func anyJSON(t *testing.T, b []byte) any {
-	t.Helper()
-	var a anypb.Any
-	if err := proto.Unmarshal(b, &a); err != nil {
-		t.Fatal(err)
-	}
-	m, err := a.UnmarshalNew()
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := protojson.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v any
-	if err := json.Unmarshal(js, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // TestMeshClusterSettingsMatchIstiod: case mesh-cluster (connectTimeout,

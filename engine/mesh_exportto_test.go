@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -20,14 +19,8 @@ func TestSetMeshExportToDefaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := index.NewWriter()
-	sy := w.Symbols()
-	var b index.Batch
-	b.PutService(index.Service{Key: index.ServiceKey{Host: sy.Intern("reviews.shop.svc.cluster.local"), Namespace: sy.Intern("shop")},
-		Name: sy.Intern("reviews"), Origin: index.OriginKubernetes, ExportTo: index.ExportTo{Unset: true},
-		Addresses: []netip.Prefix{netip.MustParsePrefix("10.96.0.30/32")},
-		Ports:     []index.Port{{Name: sy.Intern("http"), Number: 80, Protocol: index.ProtocolHTTP}}})
-	w.Apply(&b)
-	eng, addr := startMeshServer(t, w)
+	putService(w, "reviews", "http", 80, index.ProtocolHTTP, func(s *index.Service) { s.ExportTo = index.ExportTo{Unset: true} })
+	eng, addr := startMeshServer(t, w, nil)
 
 	home := newMeshClient(t, ctx, addr, "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop")
 	other := newMeshClient(t, ctx, addr, "sidecar~10.1.0.2~b-1.other~other.svc.cluster.local", "other")

@@ -1,22 +1,12 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
-
-	"github.com/pilotfish-mesh/pilotfish/encode"
-	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
-	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
 // securityFilterNames are the filters the authorization builders emit
@@ -80,85 +70,31 @@ func TestExtAuthzMatchesIstiod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := inject.ParseMesh(c.Mesh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mesh, err := MeshSettings{Config: cfg}.Mesh()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: mesh})
+	mesh := telemetryCaseMesh(t, c)
 	kinds := map[string]int{}
-	for _, p := range c.Proxies {
-		dump, err := istiodref.ReadDump(c.DumpFile(p))
-		if err != nil {
-			t.Fatalf("%v (make istiod-ref CASE=%s)", err, c.Name)
-		}
-		md, err := structpb.NewStruct(p.Metadata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		conn.Close()
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
+	var diffs []string
+	eachRefProxy(t, c, caseEngine(t, c, Options{Mesh: mesh}), "", func(p *refProxy) {
 		// Sidecars: virtualInbound; routers: every listener.
-		got := map[string]map[string]any{}
-		for _, r := range rs {
-			if r.Name != "virtualInbound" && !strings.HasPrefix(p.ID, "router~") {
-				continue
-			}
-			var a anypb.Any
-			if err := proto.Unmarshal(r.Any, &a); err != nil {
-				t.Fatal(err)
-			}
-			m, err := a.UnmarshalNew()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := xdstest.Validate(m); err != nil {
-				t.Errorf("%s: %s: %v", p.Name, r.Name, err)
-			}
-			got[r.Name], _ = anyJSON(t, r.Any).(map[string]any)
-		}
-		for name, l := range dump.Listeners {
+		p.eachListener(&diffs, func(name string, istiod, pilotfish map[string]any) {
 			if name != "virtualInbound" && !strings.HasPrefix(p.ID, "router~") {
-				continue
+				return
 			}
-			if got[name] == nil {
-				t.Errorf("%s: no listener %s", p.Name, name)
-				continue
-			}
-			want := chainSecurityFilters(l)
-			have := chainSecurityFilters(got[name])
+			want := chainSecurityFilters(istiod)
+			have := chainSecurityFilters(pilotfish)
 			for chain, w := range want {
 				for _, f := range w {
 					n, _ := f.(map[string]any)["name"].(string)
 					kinds[n]++
 				}
-				var diffs []string
 				scenario.Diff(p.Name+"/"+name+"/"+chain, any(w), any(have[chain]), &diffs)
-				for _, d := range diffs {
-					t.Error(d)
-				}
 			}
 			if len(have) != len(want) {
-				t.Errorf("%s/%s: %d chains, istiod %d", p.Name, name, len(have), len(want))
+				diffs = append(diffs, fmt.Sprintf("%s/%s: %d chains, istiod %d", p.Name, name, len(have), len(want)))
 			}
-		}
+		})
+	})
+	for _, d := range diffs {
+		t.Error(d)
 	}
 	// The case is what this test means to compare.
 	for _, n := range []string{"envoy.filters.http.ext_authz", "envoy.filters.network.ext_authz", "envoy.filters.http.rbac", "envoy.filters.network.rbac"} {

@@ -2,41 +2,18 @@ package engine_test
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/inject"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
-	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
-const extAuthzPushConfig = `apiVersion: v1
-kind: Namespace
-metadata: {name: shop}
----
+// extAuthzPushConfig adds a CUSTOM policy on shop and the namespace of its
+// provider's service.
+const extAuthzPushConfig = scopedReviews + `---
 apiVersion: v1
 kind: Namespace
 metadata: {name: authz-ext}
----
-apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata: {name: default, namespace: shop}
-spec:
-  egress:
-  - hosts: ["./*"]
----
-apiVersion: v1
-kind: Service
-metadata: {name: reviews, namespace: shop}
-spec:
-  clusterIP: 10.96.0.40
-  ports: [{name: http, port: 9080, targetPort: 9080, protocol: TCP}]
-  selector: {app: reviews}
 ---
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
@@ -67,50 +44,22 @@ spec:
 func TestExtAuthzServicePushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg, err := inject.ParseMesh([]byte("extensionProviders:\n- {name: grpc-authz, envoyExtAuthzGrpc: {service: ext-authz.authz-ext.svc.cluster.local, port: 9000}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mesh, err := engine.MeshSettings{Config: cfg}.Mesh()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm := scenario.NewMesh()
-	if err := sm.Apply("config.yaml", []byte(extAuthzPushConfig)); err != nil {
-		t.Fatal(err)
-	}
-	eng := engine.New(sm.W, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: mesh})
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); eng.Run(runCtx) }()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer(serve.ServerOptions()...)
-	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+	sm, addr := startConfigServer(t, "extensionProviders:\n- {name: grpc-authz, envoyExtAuthzGrpc: {service: ext-authz.authz-ext.svc.cluster.local, port: 9000}}\n", extAuthzPushConfig)
 
-	c := newMeshClient(t, ctx, lis.Addr().String(), "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local", "shop")
+	c := newMeshClient(t, ctx, addr, reviewsSidecar, "shop")
 	const deny, extAuthz = "-deny-due-to-bad-CUSTOM-action", "envoy.filters.http.ext_authz"
 	c.waitFor(t, ctx, "deny rules while the provider's service is missing", func() bool { return c.has(engine.TypeListener, deny) })
 	if c.has(engine.TypeListener, extAuthz) {
 		t.Fatal("an ext_authz filter without the provider's service")
 	}
-	if err := sm.Apply("ext.yaml", []byte(extAuthzPushService)); err != nil {
-		t.Fatal(err)
-	}
+	applyFile(t, sm, "ext.yaml", extAuthzPushService)
 	c.waitFor(t, ctx, "ext_authz once the service exists", func() bool {
 		return c.has(engine.TypeListener, extAuthz) && !c.has(engine.TypeListener, deny)
 	})
 	if c.has(engine.TypeCluster, "ext-authz.authz-ext") {
 		t.Error("the sidecar's scope holds the provider's service: the test does not test what it means to")
 	}
-	if err := sm.Delete("ext.yaml"); err != nil {
-		t.Fatal(err)
-	}
+	deleteFile(t, sm, "ext.yaml")
 	c.waitFor(t, ctx, "deny rules once the service is gone", func() bool {
 		return c.has(engine.TypeListener, deny) && !c.has(engine.TypeListener, extAuthz)
 	})

@@ -2,26 +2,19 @@ package engine
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 	stats "istio.io/api/envoy/extensions/stats"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
-	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
@@ -63,33 +56,12 @@ func chainFilters(t *testing.T, fc map[string]any) []string {
 	return out
 }
 
-func jsonList(v any) []any { l, _ := v.([]any); return l }
-
-func jsonString(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // listenerChains indexes a listener's chains (the default one too) by
 // name and match.
 func listenerChains(t *testing.T, l map[string]any) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	add := func(fc map[string]any) {
-		id := fmt.Sprintf("%v %s", fc["name"], jsonString(t, fc["filterChainMatch"]))
-		out[id] = chainFilters(t, fc)
-	}
-	for _, fc := range jsonList(l["filterChains"]) {
-		m, _ := fc.(map[string]any)
-		add(m)
-	}
-	if d, ok := l["defaultFilterChain"].(map[string]any); ok {
-		add(d)
-	}
+	eachChain(t, l, func(id string, fc map[string]any) { out[id] = chainFilters(t, fc) })
 	return out
 }
 
@@ -98,57 +70,10 @@ func listenerChains(t *testing.T, l map[string]any) map[string][]string {
 // carried istio.stats on istiod's side.
 func telemetryDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs []string, statsChains int) {
 	t.Helper()
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: mesh})
-	for _, p := range c.Proxies {
-		dump, err := istiodref.ReadDump(c.DumpFile(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		md, err := structpb.NewStruct(p.Metadata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]map[string]any{}
-		for _, r := range rs {
-			var a anypb.Any
-			var l listenerv3.Listener
-			if err := proto.Unmarshal(r.Any, &a); err != nil {
-				t.Fatal(err)
-			}
-			if err := a.UnmarshalTo(&l); err != nil {
-				t.Fatal(err)
-			}
-			if err := xdstest.Validate(&l); err != nil {
-				t.Errorf("%s: listener %s: %v", p.Name, r.Name, err)
-			}
-			m, _ := anyJSON(t, r.Any).(map[string]any)
-			got[r.Name] = m
-		}
+	eachRefProxy(t, c, caseEngine(t, c, Options{Mesh: mesh}), "", func(p *refProxy) {
 		compared := 0
-		for _, ln := range slices.Sorted(mapKeys(dump.Listeners)) {
-			g, ok := got[ln]
-			if !ok && ln == kubeAPIListener {
-				continue
-			}
-			if !ok {
-				diffs = append(diffs, fmt.Sprintf("%s: listener %s: pilotfish sends none", p.Name, ln))
-				continue
-			}
-			wc, gc := listenerChains(t, dump.Listeners[ln]), listenerChains(t, g)
+		p.eachListener(&diffs, func(ln string, istiod, pilotfish map[string]any) {
+			wc, gc := listenerChains(t, istiod), listenerChains(t, pilotfish)
 			for _, id := range slices.Sorted(mapKeys(wc)) {
 				w := wc[id]
 				if strings.Contains(strings.Join(w, " "), "istio.stats") {
@@ -165,42 +90,10 @@ func telemetryDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs [
 				}
 				diffs = append(diffs, fmt.Sprintf("%s: %s chain %s filters\n got %q\nwant %q", p.Name, ln, id, gf, w))
 			}
-		}
-		t.Logf("%s: %d listeners, %d chains compared", p.Name, len(dump.Listeners), compared)
-		conn.Close()
-		cancel()
-	}
+		})
+		t.Logf("%s: %d listeners, %d chains compared", p.Name, len(p.dump.Listeners), compared)
+	})
 	return diffs, statsChains
-}
-
-// kubeAPIListener is the outbound listener of the reference API server's
-// own Service (default/kubernetes), which istiod reads and config.yaml
-// does not hold.
-const kubeAPIListener = "10.96.0.1_443"
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// telemetryCaseMesh is the mesh pilotfish builds from the case's mesh.yaml
-// through MeshSettings, as serve does from ConfigMap istio.
-func telemetryCaseMesh(t *testing.T, c *istiodref.Case) *encode.Mesh {
-	t.Helper()
-	cfg, err := inject.ParseMesh(c.Mesh)
-	if err != nil {
-		t.Fatalf("%s/mesh.yaml: %v", c.Name, err)
-	}
-	m, err := MeshSettings{Config: cfg}.Mesh()
-	if err != nil {
-		t.Fatalf("%s/mesh.yaml: %v", c.Name, err)
-	}
-	return m
 }
 
 // TestDefaultTelemetryMatchesIstiod: with the chart's mesh config, every
@@ -249,40 +142,18 @@ func TestDefaultTelemetryCaseSeesStats(t *testing.T) {
 func TestStatsTypedConfigBytes(t *testing.T) {
 	c := loadMeshCase(t, "telemetry-default")
 	m := telemetryCaseMesh(t, c)
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: m})
 	p := c.Proxies[0]
 	dump, err := istiodref.ReadDump(c.DumpFile(p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := structpb.NewStruct(p.Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := connectNode(t, caseEngine(t, c, Options{Mesh: m}), refNode(t, p.ID, p.Metadata))
 	rs, err := conn.Generate(encode.ListenerType, []string{"virtualInbound", "virtualOutbound"}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
-		var a anypb.Any
-		var l listenerv3.Listener
-		if err := proto.Unmarshal(r.Any, &a); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.UnmarshalTo(&l); err != nil {
-			t.Fatal(err)
-		}
+		l := xdstest.Decode(t, r.Name, r.Any, func() *listenerv3.Listener { return &listenerv3.Listener{} })
 		// The first chain: both listeners' blackhole chain, whose filters
 		// end with istio.stats and tcp_proxy.
 		gf := l.GetFilterChains()[0].GetFilters()
@@ -334,45 +205,17 @@ func listenerChainsRaw(l map[string]any) []map[string]any {
 func TestStatsListenersSharedPerClass(t *testing.T) {
 	c := loadMeshCase(t, "telemetry-default")
 	m := telemetryCaseMesh(t, c)
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
 	cache := encode.NewCache()
-	e := New(sm.W, Options{Mesh: m, Cache: cache})
+	e := caseEngine(t, c, Options{Mesh: m, Cache: cache})
 	gw := c.Proxies[1]
 	if !strings.HasPrefix(gw.ID, "router~") {
 		t.Fatalf("proxy %s is not the gateway", gw.Name)
 	}
-	md, err := structpb.NewStruct(gw.Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
-	listenerStats := func() encode.Stats {
-		for _, s := range cache.Stats() {
-			if s.Kind == "listener" {
-				return s
-			}
-		}
-		t.Fatal("no listener cache stats")
-		return encode.Stats{}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	var n [2]int
 	var after [2]encode.Stats
 	for i, id := range []string{gw.ID, strings.Replace(gw.ID, "10.1.51.9~tstats-ingress-5f7c", "10.1.51.10~tstats-ingress-9a1b", 1)} {
-		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: md}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.Close()
-		n[i] = len(rs)
-		after[i] = listenerStats()
+		n[i] = len(listenerBytes(t, e, id, gw.Metadata))
+		after[i] = listenerCacheStats(t, cache)
 	}
 	if n[0] < 2 || n[1] != n[0] {
 		t.Fatalf("listeners: first gateway %d, second %d; want the same 2 or more", n[0], n[1])

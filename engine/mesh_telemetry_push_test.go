@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -18,16 +17,8 @@ func TestSetMeshStatsPushed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := index.NewWriter()
-	sy := w.Symbols()
-	var b index.Batch
-	b.PutService(index.Service{
-		Key:  index.ServiceKey{Host: sy.Intern("reviews.shop.svc.cluster.local"), Namespace: sy.Intern("shop")},
-		Name: sy.Intern("reviews"), Origin: index.OriginKubernetes,
-		Addresses: []netip.Prefix{netip.MustParsePrefix("10.96.0.30/32")},
-		Ports:     []index.Port{{Name: sy.Intern("http"), Number: 80, Protocol: index.ProtocolHTTP}},
-	})
-	w.Apply(&b)
-	eng, addr := startMeshServer(t, w)
+	putService(w, "reviews", "http", 80, index.ProtocolHTTP, nil)
+	eng, addr := startMeshServer(t, w, nil)
 
 	c := newMeshClient(t, ctx, addr, "sidecar~10.1.0.1~a-1.shop~shop.svc.cluster.local", "shop")
 	c.waitFor(t, ctx, "first LDS", func() bool { return c.has(engine.TypeListener, "0.0.0.0_80") })

@@ -1,23 +1,16 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
 )
 
@@ -32,24 +25,9 @@ import (
 func hcmTracingFields(t *testing.T, l map[string]any) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	add := func(fc map[string]any) {
-		for _, f := range jsonList(fc["filters"]) {
-			fm, _ := f.(map[string]any)
-			if fm["name"] != "envoy.filters.network.http_connection_manager" {
-				continue
-			}
-			tc, _ := fm["typedConfig"].(map[string]any)
-			id := fmt.Sprintf("%v %s", fc["name"], jsonString(t, fc["filterChainMatch"]))
-			out[id] = "tracing=" + jsonString(t, tc["tracing"]) + " requestIdExtension=" + jsonString(t, tc["requestIdExtension"])
-		}
-	}
-	for _, fc := range jsonList(l["filterChains"]) {
-		m, _ := fc.(map[string]any)
-		add(m)
-	}
-	if d, ok := l["defaultFilterChain"].(map[string]any); ok {
-		add(d)
-	}
+	eachHCM(t, l, func(id string, tc map[string]any) {
+		out[id] = "tracing=" + jsonString(t, tc["tracing"]) + " requestIdExtension=" + jsonString(t, tc["requestIdExtension"])
+	})
 	return out
 }
 
@@ -58,61 +36,12 @@ func hcmTracingFields(t *testing.T, l map[string]any) map[string]string {
 // compared and how many of istiod's have tracing.
 func tracingDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs []string, compared, traced int) {
 	t.Helper()
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: mesh})
-	for _, p := range c.Proxies {
-		dump, err := istiodref.ReadDump(c.DumpFile(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		md, err := structpb.NewStruct(p.Metadata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]map[string]any{}
-		for _, r := range rs {
-			var a anypb.Any
-			var l listenerv3.Listener
-			if err := proto.Unmarshal(r.Any, &a); err != nil {
-				t.Fatal(err)
-			}
-			if err := a.UnmarshalTo(&l); err != nil {
-				t.Fatal(err)
-			}
-			if err := xdstest.Validate(&l); err != nil && !strings.Contains(err.Error(), "DatadogConfig.ServiceName") {
-				t.Errorf("%s: listener %s: %v", p.Name, r.Name, err)
-			} else if err != nil {
-				// The reference harness's nodes have no cluster, which
-				// istio-agent always sets: the datadog service name is
-				// empty in istiod's output too (TestTracingDatadogServiceName).
-				t.Logf("%s: listener %s: %v (node without a cluster, as istiod's)", p.Name, r.Name, err)
-			}
-			m, _ := anyJSON(t, r.Any).(map[string]any)
-			got[r.Name] = m
-		}
-		for _, ln := range slices.Sorted(mapKeys(dump.Listeners)) {
-			if ln == kubeAPIListener {
-				continue
-			}
-			g, ok := got[ln]
-			if !ok {
-				diffs = append(diffs, fmt.Sprintf("%s: listener %s: pilotfish sends none", p.Name, ln))
-				continue
-			}
-			want, have := hcmTracingFields(t, dump.Listeners[ln]), hcmTracingFields(t, g)
+	// The reference harness's nodes have no cluster, which istio-agent
+	// always sets: the datadog service name is empty in istiod's output
+	// too (TestTracingDatadogServiceName), which Envoy's validation refuses.
+	eachRefProxy(t, c, caseEngine(t, c, Options{Mesh: mesh}), "DatadogConfig.ServiceName", func(p *refProxy) {
+		p.eachListener(&diffs, func(ln string, istiod, pilotfish map[string]any) {
+			want, have := hcmTracingFields(t, istiod), hcmTracingFields(t, pilotfish)
 			for _, id := range slices.Sorted(mapKeys(want)) {
 				w := want[id]
 				if !strings.HasPrefix(w, "tracing=null") {
@@ -128,10 +57,8 @@ func tracingDiffs(t *testing.T, c *istiodref.Case, mesh *encode.Mesh) (diffs []s
 					diffs = append(diffs, fmt.Sprintf("%s: %s chain %s\n got %s\nwant %s", p.Name, ln, id, gf, w))
 				}
 			}
-		}
-		conn.Close()
-		cancel()
-	}
+		})
+	})
 	return diffs, compared, traced
 }
 
@@ -184,24 +111,10 @@ func TestTracingCaseSeesTracing(t *testing.T) {
 func TestTracingListenersShared(t *testing.T) {
 	c := loadMeshCase(t, "tracing-default")
 	m := telemetryCaseMesh(t, c)
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
 	cache := encode.NewCache()
-	e := New(sm.W, Options{Mesh: m, Cache: cache})
+	e := caseEngine(t, c, Options{Mesh: m, Cache: cache})
 	shop := c.Proxies[0]
-	listenerStats := func() encode.Stats {
-		for _, s := range cache.Stats() {
-			if s.Kind == "listener" {
-				return s
-			}
-		}
-		t.Fatal("no listener cache stats")
-		return encode.Stats{}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	listenerStats := func() encode.Stats { return listenerCacheStats(t, cache) }
 	gen := func(id string, labels map[string]any) map[string]string {
 		t.Helper()
 		md := map[string]any{}
@@ -211,24 +124,7 @@ func TestTracingListenersShared(t *testing.T) {
 		if labels != nil {
 			md["LABELS"] = labels
 		}
-		s, err := structpb.NewStruct(md)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: s}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for _, r := range rs {
-			out[r.Name] = string(r.Any)
-		}
-		return out
+		return listenerBytes(t, e, id, md)
 	}
 	first := gen(shop.ID, nil)
 	s1 := listenerStats()
@@ -262,23 +158,12 @@ func TestTracingListenersShared(t *testing.T) {
 func TestTracingDatadogServiceName(t *testing.T) {
 	c := loadMeshCase(t, "tracing-datadog")
 	m := telemetryCaseMesh(t, c)
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: m})
+	e := caseEngine(t, c, Options{Mesh: m})
 	p := c.Proxies[0]
-	md, err := structpb.NewStruct(p.Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	for _, cluster := range []string{"shop.ttdd", "shop-canary.ttdd"} {
-		conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Cluster: cluster, Metadata: md}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := refNode(t, p.ID, p.Metadata)
+		n.Cluster = cluster
+		conn := connectNode(t, e, n)
 		rs, err := conn.Generate(encode.ListenerType, []string{"virtualInbound"}, false, nil)
 		conn.Close()
 		if err != nil {
@@ -287,17 +172,7 @@ func TestTracingDatadogServiceName(t *testing.T) {
 		if len(rs) != 1 {
 			t.Fatalf("%d virtualInbound listeners", len(rs))
 		}
-		var a anypb.Any
-		var l listenerv3.Listener
-		if err := proto.Unmarshal(rs[0].Any, &a); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.UnmarshalTo(&l); err != nil {
-			t.Fatal(err)
-		}
-		if err := xdstest.Validate(&l); err != nil {
-			t.Errorf("node cluster %s: %v", cluster, err)
-		}
+		xdstest.Decode(t, "node cluster "+cluster, rs[0].Any, func() *listenerv3.Listener { return &listenerv3.Listener{} })
 		js := jsonString(t, anyJSON(t, rs[0].Any))
 		if !strings.Contains(js, `"serviceName":"`+cluster+`"`) {
 			t.Errorf("node cluster %s: not the datadog service name in %s", cluster, js)
@@ -318,26 +193,11 @@ func TestTracingProxyConfigDefaultSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{Mesh: m})
 	gw := c.Proxies[1]
-	md, err := structpb.NewStruct(gw.Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, ok := gw.Metadata["PROXY_CONFIG"]; !ok || !strings.HasPrefix(gw.ID, "router~") {
 		t.Fatal("the case's second proxy is not the gateway with a PROXY_CONFIG")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := e.Connect(ctx, &corev3.Node{Id: gw.ID, Metadata: md}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := connectNode(t, caseEngine(t, c, Options{Mesh: m}), refNode(t, gw.ID, gw.Metadata))
 	rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
 	if err != nil {
 		t.Fatal(err)

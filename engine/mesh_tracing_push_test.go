@@ -2,26 +2,18 @@ package engine_test
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/pilotfish-mesh/pilotfish/engine"
-	"github.com/pilotfish-mesh/pilotfish/inject"
 	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
-	"github.com/pilotfish-mesh/pilotfish/serve"
 )
 
-const tracingPushConfig = `apiVersion: v1
+// scopedReviews is namespace shop, whose default Sidecar sees only shop,
+// with its reviews Service; reviewsSidecar is a pod of reviews.
+const scopedReviews = `apiVersion: v1
 kind: Namespace
 metadata: {name: shop}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: observability}
 ---
 apiVersion: networking.istio.io/v1
 kind: Sidecar
@@ -37,6 +29,15 @@ spec:
   clusterIP: 10.96.0.40
   ports: [{name: http, port: 9080, targetPort: 9080, protocol: TCP}]
   selector: {app: reviews}
+`
+
+const reviewsSidecar = "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local"
+
+// tracingPushConfig adds the namespace of the tracing providers' services.
+const tracingPushConfig = scopedReviews + `---
+apiVersion: v1
+kind: Namespace
+metadata: {name: observability}
 `
 
 const tracingPushService = `apiVersion: v1
@@ -56,50 +57,22 @@ spec:
 func TestTracingProviderServicePushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg, err := inject.ParseMesh([]byte("defaultProviders: {tracing: [zipkin]}\nextensionProviders:\n- {name: zipkin, zipkin: {service: zipkin.observability.svc.cluster.local, port: 9411}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mesh, err := engine.MeshSettings{Config: cfg}.Mesh()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm := scenario.NewMesh()
-	if err := sm.Apply("config.yaml", []byte(tracingPushConfig)); err != nil {
-		t.Fatal(err)
-	}
-	eng := engine.New(sm.W, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: mesh})
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); eng.Run(runCtx) }()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer(serve.ServerOptions()...)
-	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+	sm, addr := startConfigServer(t, "defaultProviders: {tracing: [zipkin]}\nextensionProviders:\n- {name: zipkin, zipkin: {service: zipkin.observability.svc.cluster.local, port: 9411}}\n", tracingPushConfig)
 
-	c := newMeshClient(t, ctx, lis.Addr().String(), "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local", "shop")
+	c := newMeshClient(t, ctx, addr, reviewsSidecar, "shop")
 	const tracer, cluster = "envoy.tracers.zipkin", "outbound|9411||zipkin.observability.svc.cluster.local"
 	c.waitFor(t, ctx, "listeners while the provider's service is missing", func() bool { return c.has(engine.TypeListener, "0.0.0.0_9080") })
 	if c.has(engine.TypeListener, tracer) || c.has(engine.TypeListener, "istio.canonical_service") {
 		t.Fatal("tracing without the provider's service")
 	}
-	if err := sm.Apply("zipkin.yaml", []byte(tracingPushService)); err != nil {
-		t.Fatal(err)
-	}
+	applyFile(t, sm, "zipkin.yaml", tracingPushService)
 	c.waitFor(t, ctx, "the zipkin tracer once the service exists", func() bool {
 		return c.has(engine.TypeListener, tracer) && c.has(engine.TypeListener, cluster)
 	})
 	if c.has(engine.TypeCluster, "zipkin.observability") {
 		t.Error("the sidecar's scope holds the provider's service: the test does not test what it means to")
 	}
-	if err := sm.Delete("zipkin.yaml"); err != nil {
-		t.Fatal(err)
-	}
+	deleteFile(t, sm, "zipkin.yaml")
 	c.waitFor(t, ctx, "no tracing once the service is gone", func() bool { return !c.has(engine.TypeListener, tracer) })
 }
 
@@ -109,44 +82,16 @@ func TestTracingProviderServicePushes(t *testing.T) {
 func TestTracingMeshToggleReclassifies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	off, err := inject.ParseMesh([]byte("enableTracing: false\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	on, err := inject.ParseMesh([]byte("enableTracing: true\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	meshOff, err := engine.MeshSettings{Config: off}.Mesh()
-	if err != nil {
-		t.Fatal(err)
-	}
-	meshOn, err := engine.MeshSettings{Config: on}.Mesh()
-	if err != nil {
-		t.Fatal(err)
-	}
+	meshOff := meshOf(t, "enableTracing: false\n")
+	meshOn := meshOf(t, "enableTracing: true\n")
 	if meshOff.Tracing != nil || meshOn.Tracing == nil {
 		t.Fatalf("enableTracing false gives %v, true gives %v", meshOff.Tracing, meshOn.Tracing)
 	}
 	sm := scenario.NewMesh()
-	if err := sm.Apply("config.yaml", []byte(tracingPushConfig)); err != nil {
-		t.Fatal(err)
-	}
-	eng := engine.New(sm.W, engine.Options{DebounceAfter: 5 * time.Millisecond, DebounceMax: 50 * time.Millisecond, Mesh: meshOff})
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); eng.Run(runCtx) }()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer(serve.ServerOptions()...)
-	serve.NewXDSServer(e2eBackend{eng}, serve.XDSOptions{}).Register(gs)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(func() { gs.Stop(); stop(); wg.Wait() })
+	applyFile(t, sm, "config.yaml", tracingPushConfig)
+	eng, addr := startMeshServer(t, sm.W, meshOff)
 
-	c := newMeshClient(t, ctx, lis.Addr().String(), "sidecar~10.1.0.40~reviews-1.shop~shop.svc.cluster.local", "shop")
+	c := newMeshClient(t, ctx, addr, reviewsSidecar, "shop")
 	c.waitFor(t, ctx, "listeners", func() bool { return c.has(engine.TypeListener, "0.0.0.0_9080") })
 	if c.has(engine.TypeListener, "istio.canonical_service") {
 		t.Fatal("tracing tags with enableTracing false")

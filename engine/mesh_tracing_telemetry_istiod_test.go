@@ -1,17 +1,11 @@
 package engine
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/inject"
-	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 )
 
 // Case telemetry-tracing of internal/istiodref: Telemetry tracing at the
@@ -60,44 +54,10 @@ func TestTelemetryTracingCaseSeesTelemetry(t *testing.T) {
 func TestTelemetryTracingListenersShared(t *testing.T) {
 	c := loadMeshCase(t, "telemetry-tracing")
 	m := telemetryCaseMesh(t, c)
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
 	cache := encode.NewCache()
-	e := New(sm.W, Options{Mesh: m, Cache: cache})
-	listenerStats := func() encode.Stats {
-		for _, s := range cache.Stats() {
-			if s.Kind == "listener" {
-				return s
-			}
-		}
-		t.Fatal("no listener cache stats")
-		return encode.Stats{}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	gen := func(id string, md map[string]any) map[string]string {
-		t.Helper()
-		s, err := structpb.NewStruct(md)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := e.Connect(ctx, &corev3.Node{Id: id, Metadata: s}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for _, r := range rs {
-			out[r.Name] = string(r.Any)
-		}
-		return out
-	}
+	e := caseEngine(t, c, Options{Mesh: m, Cache: cache})
+	listenerStats := func() encode.Stats { return listenerCacheStats(t, cache) }
+	gen := func(id string, md map[string]any) map[string]string { t.Helper(); return listenerBytes(t, e, id, md) }
 	shop, quiet := c.Proxies[0], c.Proxies[1]
 	if shop.Name != "shop" || quiet.Name != "quiet" {
 		t.Fatalf("the case's proxies are %s and %s; want shop and quiet", shop.Name, quiet.Name)

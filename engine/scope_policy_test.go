@@ -24,57 +24,74 @@ spec:
   ports: [{name: http, port: 80}]
 `
 
-// TestSecurityPolicyPushScope: a PeerAuthentication, AuthorizationPolicy
-// or RequestAuthentication change is pushed only to the proxies it can
-// affect (its namespace and selector; a namespace-wide PeerAuthentication
-// also to clients of that namespace's services; the root namespace to
-// all), counted per proxy; a policy selecting no proxy pushes nothing.
-func TestSecurityPolicyPushScope(t *testing.T) {
+// policyProxies are the sidecars the push-scope tests watch on
+// scopedMesh and policyMesh: a/one and a/other (namespace a, apps one and
+// other), b and c, connected to a running engine.
+type policyProxies struct {
+	t                    *testing.T
+	one, other, inB, inC *Conn
+	name                 map[*Conn]string
+}
+
+// startPolicyProxies runs an engine on scopedMesh and policyMesh, connects
+// its four sidecars and primes them: the first full push after connecting
+// reaches everyone, and is drained.
+func startPolicyProxies(t *testing.T) (*scopedWriter, *Engine, *policyProxies) {
+	t.Helper()
 	sw := newScopedWriter(t, scopedMesh, policyMesh)
 	e := New(sw.w, Options{DebounceAfter: 5 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
 	go e.Run(ctx)
 	connect := func(ip, pod, ns, app string) *Conn {
 		n := sidecarNode(t, ip, pod, ns)
-		if app != "" {
-			n.Metadata.Fields["LABELS"] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"app": structpb.NewStringValue(app)}})
-		}
+		n.Metadata.Fields["LABELS"] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"app": structpb.NewStringValue(app)}})
 		c, err := e.Connect(ctx, n, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	one, other := connect("10.1.0.1", "one", "a", "one"), connect("10.1.0.3", "other", "a", "other")
-	inB, inC := connect("10.1.0.2", "pb", "b", "b"), connect("10.1.0.4", "pc", "c", "c")
-	all := []*Conn{one, other, inB, inC}
-	name := map[*Conn]string{one: "a/one", other: "a/other", inB: "b", inC: "c"}
-
-	// drain returns the proxies pushed to since the last call.
-	drain := func() []string {
-		var got []string
-		for _, c := range all {
-			n := 0
-			for {
-				if _, ok := waitPush(t, c, 300*time.Millisecond); !ok {
-					break
-				}
-				n++
-			}
-			if n > 0 {
-				got = append(got, name[c])
-			}
-		}
-		return got
-	}
-	// Prime: the first full push after connecting reaches everyone.
+	pp := &policyProxies{t: t}
+	pp.one, pp.other = connect("10.1.0.1", "one", "a", "one"), connect("10.1.0.3", "other", "a", "other")
+	pp.inB, pp.inC = connect("10.1.0.2", "pb", "b", "b"), connect("10.1.0.4", "pc", "c", "c")
+	pp.name = map[*Conn]string{pp.one: "a/one", pp.other: "a/other", pp.inB: "b", pp.inC: "c"}
 	sw.apply(`
 apiVersion: v1
 kind: Service
 metadata: {name: prime, namespace: b}
 spec: {clusterIP: 10.96.0.9, ports: [{name: http, port: 80}]}`)
-	drain()
+	pp.drain()
+	return sw, e, pp
+}
+
+// drain returns the proxies pushed to since the last call, in the order
+// a/one, a/other, b, c.
+func (pp *policyProxies) drain() []string {
+	var got []string
+	for _, c := range []*Conn{pp.one, pp.other, pp.inB, pp.inC} {
+		n := 0
+		for {
+			if _, ok := waitPush(pp.t, c, 300*time.Millisecond); !ok {
+				break
+			}
+			n++
+		}
+		if n > 0 {
+			got = append(got, pp.name[c])
+		}
+	}
+	return got
+}
+
+// TestSecurityPolicyPushScope: a PeerAuthentication, AuthorizationPolicy
+// or RequestAuthentication change is pushed only to the proxies it can
+// affect (its namespace and selector; a namespace-wide PeerAuthentication
+// also to clients of that namespace's services; the root namespace to
+// all), counted per proxy; a policy selecting no proxy pushes nothing.
+func TestSecurityPolicyPushScope(t *testing.T) {
+	sw, e, pp := startPolicyProxies(t)
+	one, other, drain := pp.one, pp.other, pp.drain
 
 	listeners := func(c *Conn) [][]byte {
 		rs, err := e.generate(c.class.scope(e), e.cache, TypeListener, nil, true, nil)

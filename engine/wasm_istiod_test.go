@@ -1,21 +1,17 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/internal/istiodref"
 	"github.com/pilotfish-mesh/pilotfish/internal/scenario"
 	"github.com/pilotfish-mesh/pilotfish/internal/xdstest"
@@ -105,71 +101,31 @@ func TestWasmPluginMatchesIstiod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := scenario.NewMesh()
-	if err := sm.Apply(c.Name+"/config.yaml", c.Config); err != nil {
-		t.Fatal(err)
-	}
-	e := New(sm.W, Options{})
 	refs, ecdsCompared := 0, 0
-	for _, p := range c.Proxies {
-		dump, err := istiodref.ReadDump(c.DumpFile(p))
-		if err != nil {
-			t.Fatalf("%v (make istiod-ref CASE=%s)", err, c.Name)
-		}
-		md, err := structpb.NewStruct(p.Metadata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		conn, err := e.Connect(ctx, &corev3.Node{Id: p.ID, Metadata: md}, "")
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]map[string]any{}
-		for _, r := range rs {
-			validateAny(t, p.Name+"/"+r.Name, r.Any)
-			got[r.Name], _ = anyJSON(t, r.Any).(map[string]any)
-		}
+	var diffs []string
+	eachRefProxy(t, c, caseEngine(t, c, Options{}), "", func(p *refProxy) {
 		wantRefs, haveRefs := map[string]any{}, map[string]any{}
-		for name, l := range dump.Listeners {
-			if strings.HasPrefix(name, "10.96.0.1_") {
-				continue // the API server's own kubernetes Service: not in the case's config
-			}
-			if got[name] == nil {
-				t.Errorf("%s: no listener %s", p.Name, name)
-				continue
-			}
-			want, have := chainFilterNames(l), chainFilterNames(got[name])
+		p.eachListener(&diffs, func(name string, istiod, pilotfish map[string]any) {
+			want, have := chainFilterNames(istiod), chainFilterNames(pilotfish)
 			for chain, w := range want {
 				if strings.Join(w, ",") != strings.Join(have[chain], ",") {
-					t.Errorf("%s/%s/%s filters:\n got %v\nwant %v", p.Name, name, chain, have[chain], w)
+					diffs = append(diffs, fmt.Sprintf("%s/%s/%s filters:\n got %v\nwant %v", p.Name, name, chain, have[chain], w))
 				}
 			}
 			if len(have) != len(want) {
-				t.Errorf("%s/%s: %d chains, istiod %d", p.Name, name, len(have), len(want))
+				diffs = append(diffs, fmt.Sprintf("%s/%s: %d chains, istiod %d", p.Name, name, len(have), len(want)))
 			}
-			wasmRefs(l, wantRefs)
-			wasmRefs(got[name], haveRefs)
-		}
+			wasmRefs(istiod, wantRefs)
+			wasmRefs(pilotfish, haveRefs)
+		})
 		var names []string
 		for n, w := range wantRefs {
 			names = append(names, n)
 			refs++
-			var diffs []string
 			scenario.Diff(p.Name+"/ref "+n, w, haveRefs[n], &diffs)
-			for _, d := range diffs {
-				t.Error(d)
-			}
 		}
 		// ECDS for the referenced names.
-		ext, err := conn.Generate(TypeExtensionConfig, names, false, nil)
-		conn.Close()
-		cancel()
+		ext, err := p.conn.Generate(TypeExtensionConfig, names, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,38 +134,22 @@ func TestWasmPluginMatchesIstiod(t *testing.T) {
 			validateExtension(t, p.Name+"/"+r.Name, r.Any)
 			have[r.Name] = withoutResourceVersion(t, anyJSON(t, r.Any))
 		}
-		want := istiodExtensions(t, c.ExtensionFile(p))
+		want := istiodExtensions(t, c.ExtensionFile(p.Proxy))
 		if len(want) != len(names) || len(have) != len(names) {
 			t.Errorf("%s: %d names referenced, istiod answered %d, pilotfish %d", p.Name, len(names), len(want), len(have))
 		}
 		for n, w := range want {
 			ecdsCompared++
-			var diffs []string
 			scenario.Diff(p.Name+"/ecds "+n, withoutResourceVersion(t, w), have[n], &diffs)
-			for _, d := range diffs {
-				t.Error(d)
-			}
 		}
+	})
+	for _, d := range diffs {
+		t.Error(d)
 	}
 	if refs < 10 || ecdsCompared < 10 {
 		t.Errorf("compared %d references and %d ECDS resources: the case lost its plugins", refs, ecdsCompared)
 	}
 	t.Logf("compared %d filter references and %d ECDS resources", refs, ecdsCompared)
-}
-
-func validateAny(t *testing.T, what string, b []byte) {
-	t.Helper()
-	var a anypb.Any
-	if err := proto.Unmarshal(b, &a); err != nil {
-		t.Fatal(err)
-	}
-	m, err := a.UnmarshalNew()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := xdstest.Validate(m); err != nil {
-		t.Errorf("%s: %v", what, err)
-	}
 }
 
 // validateExtension validates an ECDS resource as Envoy receives it from

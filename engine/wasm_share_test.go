@@ -47,13 +47,8 @@ spec:
 // wasmListeners returns a proxy's listeners by name.
 func wasmListeners(t *testing.T, e *Engine, ip, pod, app string) map[string]Resource {
 	t.Helper()
-	md, _ := structpb.NewStruct(map[string]any{"NAMESPACE": "shop", "ISTIO_VERSION": "1.31.0", "INSTANCE_IPS": ip, "LABELS": map[string]any{"app": app}})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := e.Connect(ctx, &corev3.Node{Id: "sidecar~" + ip + "~" + pod + ".shop~shop.svc.cluster.local", Metadata: md}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := map[string]any{"NAMESPACE": "shop", "ISTIO_VERSION": "1.31.0", "INSTANCE_IPS": ip, "LABELS": map[string]any{"app": app}}
+	conn := connectNode(t, e, refNode(t, "sidecar~"+ip+"~"+pod+".shop~shop.svc.cluster.local", md))
 	defer conn.Close()
 	rs, err := conn.Generate(encode.ListenerType, nil, true, nil)
 	if err != nil {
