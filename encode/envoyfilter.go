@@ -182,7 +182,7 @@ func patchRouteConfiguration(c *Cache, k *RouteConfigKey) (string, []byte, error
 			parts = append(parts, envoypatch.VirtualHostPart{Bytes: e.Bytes})
 		}
 	}
-	parts, fails := k.Patches.PatchRouteConfigurationParts(k.Context, rc, parts, nil)
+	parts, fails := k.Patches.PatchRouteConfigurationParts(k.Context, rc, parts, k.gatewayPorts())
 	c.patchFailures(fails)
 	shell, err := appendMessage(nil, rc)
 	if err != nil {

@@ -85,20 +85,21 @@ func GatewayName(names index.Names, gw *index.Config) string {
 	return names.String(gw.Key.Namespace) + "/" + names.String(gw.Key.Name)
 }
 
-// GatewayRouteName is istiod's gatewayRDSRouteName for a server on port:
-// "http.PORT" for HTTP, "https.PORT.PORTNAME.GATEWAY.NAMESPACE" for HTTPS
-// that terminates TLS, "" otherwise.
-func GatewayRouteName(names index.Names, gw *index.Config, srv *networking.Server) string {
+// GatewayRouteName is istiod's gatewayRDSRouteName for a server listening
+// on listenPort (its port, or the target port istiod translates it to):
+// "http.LISTENPORT" for HTTP, "https.PORT.PORTNAME.GATEWAY.NAMESPACE" (the
+// server's own port) for HTTPS that terminates TLS, "" otherwise.
+func GatewayRouteName(names index.Names, gw *index.Config, srv *networking.Server, listenPort uint32) string {
 	p := GatewayProtocol(srv)
 	bind := ""
 	if srv.GetBind() != "" {
 		bind = "." + srv.GetBind()
 	}
-	port := strconv.FormatUint(uint64(srv.GetPort().GetNumber()), 10)
 	if p.IsHTTP() {
-		return "http." + port + bind
+		return "http." + strconv.FormatUint(uint64(listenPort), 10) + bind
 	}
 	if p == index.ProtocolHTTPS && !IsPassthrough(srv) {
+		port := strconv.FormatUint(uint64(srv.GetPort().GetNumber()), 10)
 		return "https." + port + "." + srv.GetPort().GetName() + "." + names.String(gw.Key.Name) + "." + names.String(gw.Key.Namespace) + bind
 	}
 	return ""

@@ -40,7 +40,7 @@ func TestGatewayHCMComposed(t *testing.T) {
 			t.Fatalf("%s: the gateway HCM is not composable", name)
 		}
 		for _, c := range []struct{ statPrefix, rds string }{
-			{"outbound_0.0.0.0_80", "http.80"},
+			{"outbound_0.0.0.0_80;", "http.80"},
 			{"https", "https.443.https.gateway-0.gateway"},
 			{"", "https.443.https.gw.ns"},
 		} {
@@ -98,7 +98,7 @@ func TestGatewayListenerComposed(t *testing.T) {
 	servers := func(c *index.Config, vss ...*index.Config) []GatewayServer {
 		var out []GatewayServer
 		for i, srv := range c.Spec.(*networking.Gateway).Servers {
-			out = append(out, GatewayServer{Gateway: c, Index: i, RouteName: GatewayRouteName(index.NamesOf(syms, nil), c, srv), VirtualServices: vss})
+			out = append(out, GatewayServer{Gateway: c, Index: i, RouteName: GatewayRouteName(index.NamesOf(syms, nil), c, srv, srv.GetPort().GetNumber()), VirtualServices: vss})
 		}
 		return out
 	}

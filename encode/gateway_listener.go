@@ -207,12 +207,14 @@ func gatewayListener(k gwlIn) (string, *listener.Listener, []gwChain, *gwHCMPart
 				continue // all plain HTTP servers of a port share http.PORT
 			}
 			httpDone = true
-			chains = append(chains, httpChain(&gwHTTPChain{statPrefix: "outbound_" + name, rds: s.RouteName}))
+			// istiod's default: the direction and listener name, then its
+			// delimiter (";"), which Istio's stats tag extraction reads.
+			chains = append(chains, httpChain(&gwHTTPChain{statPrefix: "outbound_" + name + ";", rds: s.RouteName}))
 		case p == index.ProtocolHTTPS && !IsPassthrough(srv):
 			needTLSInspector = true
 			statPrefix := srv.GetName()
 			if statPrefix == "" {
-				statPrefix = "outbound_" + name
+				statPrefix = "outbound_" + name + ";"
 			}
 			chains = append(chains, httpChain(&gwHTTPChain{
 				names:      sniNames(HostsForNamespace(srv.GetHosts(), "*", "")),

@@ -145,6 +145,11 @@ type RouteConfigKey struct {
 	// decoded, patched and encoded again (envoyfilter.go).
 	Patches *envoypatch.Set
 	Context envoypatch.Context
+	// ServerPorts are, for a router's configuration with patches, the
+	// Gateway server ports merged onto its route port (istiod's
+	// GatewayPortMap entry): a ROUTE_CONFIGURATION match's portNumber is
+	// one of them. Sorted; nil when none differ from the route port.
+	ServerPorts []uint32
 }
 
 // Hash feeds the name, the options and every part's version.
@@ -161,7 +166,23 @@ func (k *RouteConfigKey) Hash() uint64 {
 	}
 	hashPatches(&h, k.Patches)
 	h.U32(uint32(k.Context))
+	h.Int(len(k.ServerPorts))
+	for _, p := range k.ServerPorts {
+		h.U32(p)
+	}
 	return h.Sum()
+}
+
+// gatewayPorts is k's GatewayPorts (nil without ServerPorts).
+func (k *RouteConfigKey) gatewayPorts() envoypatch.GatewayPorts {
+	if len(k.ServerPorts) == 0 {
+		return nil
+	}
+	ports := make([]int, len(k.ServerPorts))
+	for i, p := range k.ServerPorts {
+		ports[i] = int(p)
+	}
+	return envoypatch.GatewayPorts{envoypatch.GatewayRoutePort(k.Name): ports}
 }
 
 // rcScratch pools the part lists of route configuration assemblies.

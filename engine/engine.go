@@ -126,7 +126,7 @@ func (e *Engine) Connect(ctx context.Context, n *corev3.Node, peer string) (*Con
 		return nil, err
 	}
 	snap := e.idx.Snapshot()
-	key := classKey{class: e.classOf(snap, node), instances: rules.InstancesKey(snap, rules.ComputeInstances(snap, node))}
+	key := classKey{class: e.classOf(snap, node), instances: rules.ClassInstancesKey(snap, node)}
 	c := &Conn{
 		e:         e,
 		id:        node.ID + "-" + strconv.FormatUint(e.nextID.Add(1), 10),
@@ -275,6 +275,7 @@ func (cl *class) scope(e *Engine) *rules.Scope {
 	} else {
 		s = rules.NewScopeIn(e.views.Of(snap), snap, &cl.key.class)
 		s.Instances = rules.ComputeInstances(snap, cl.node)
+		s.GatewayTargets = rules.ComputeGatewayTargets(snap, cl.node)
 	}
 	cl.sc.Store(&classScope{scope: s, gen: gen})
 	return s

@@ -84,7 +84,7 @@ func (e *Engine) reclassify() []classMove {
 	defer e.mu.Unlock()
 	var moves []classMove
 	for c := range e.conns {
-		key := classKey{class: e.classOf(snap, c.node), instances: rules.InstancesKey(snap, rules.ComputeInstances(snap, c.node))}
+		key := classKey{class: e.classOf(snap, c.node), instances: rules.ClassInstancesKey(snap, c.node)}
 		if key == c.class.key {
 			continue
 		}

@@ -115,6 +115,7 @@ var (
 	_ func(*Set, Context, string, uint32, string) bool = (*Set).MayPatchCluster     // hostname, port, subset
 	_ func(*Set, Context, uint32) bool                 = (*Set).MayPatchListener    // listener port (0: virtual listeners)
 	_ func(*Set, Context, string) bool                 = (*Set).MayPatchRouteConfig // route configuration name
+	_ func(string) int                                 = GatewayRoutePort           // a gateway route name's GatewayPorts key
 
 	// Application (cluster.go, listener.go, route.go, extension.go): the
 	// message passed in is the caller's own (it is patched in place and

@@ -258,6 +258,14 @@ func routePort(name string) int {
 	return port
 }
 
+// GatewayRoutePort is the port a gateway route configuration's name
+// holds ("http.8080" → 8080), istiod's GatewayPortMap key; 0 when the name
+// has none.
+func GatewayRoutePort(name string) int {
+	port, _, _ := parseGatewayRouteName(name)
+	return port
+}
+
 // parseGatewayRouteName splits a gateway's route configuration name:
 // "http.<port>", or "https.<port>.<port name>.<gateway>.<namespace>"
 // (gateway: "namespace/name").

@@ -7,9 +7,9 @@ package ingest
 // EXTENSION_CONFIG patches are served over ECDS (rules/envoyfilter_ecds.go).
 var envoyFilterLedger = ledgerTable{
 	"istio.networking.v1alpha3.EnvoyFilter.config_patches": partial("engine.TestScenarios/istiod-envoyfilter-basic",
-		"applied to sidecars' and routers' clusters, listeners and route configurations as istiod applies them; "+
-			"a router's ROUTE_CONFIGURATION match on portNumber compares the route configuration's own port, "+
-			"not the server ports merged onto it; proxyless gRPC gets no patch, as from istiod; "+
+		"applied to sidecars' and routers' clusters, listeners and route configurations as istiod applies them "+
+			"(a router's ROUTE_CONFIGURATION portNumber through its gateway port map: engine.TestGatewayTargetPortsMatchIstiod); "+
+			"proxyless gRPC gets no patch, as from istiod; "+
 			"EXTENSION_CONFIG ADD patches are served over ECDS by name (engine.TestEnvoyFilterExtensionConfigOverECDS), "+
 			"one config per name (the last patch's; istiod sends every one)").whole(),
 	"istio.networking.v1alpha3.EnvoyFilter.workload_selector": honoured("rules.TestEnvoyFilterClassAndSets"),

@@ -300,7 +300,7 @@ var networkingLedger = ledgerTable{
 		"a gateway forwards by its routes; " + whyIstiodIgnore),
 	"istio.networking.v1alpha3.Server.name": honouredNote("engine.TestScenarios/ledger-gateway",
 		"the stat prefix of an HTTPS server's connection manager"),
-	"istio.networking.v1alpha3.Port.number":      honoured("encode.TestGatewayListenerComposed"),
+	"istio.networking.v1alpha3.Port.number":      honouredNote("engine.TestGatewayTargetPortsMatchIstiod", "a server listens on istiod's translation of its number: the target port of the router's service port of that number (docs/gateways.md)"),
 	"istio.networking.v1alpha3.Port.protocol":    honoured("encode.TestGatewayListenerComposed"),
 	"istio.networking.v1alpha3.Port.name":        honoured("encode.TestGatewayListenerComposed"),
 	"istio.networking.v1alpha3.Port.target_port": unsupported("deprecated: it has no effect on a Gateway (validation rejects it)"),

@@ -193,7 +193,9 @@ func (m *mergedGateway) addServer(sc *Scope, c *index.Config, ref string, i int,
 	if srv.GetPort() == nil || srv.GetPort().GetNumber() == 0 {
 		return
 	}
-	num, kind := srv.GetPort().GetNumber(), kindOf(srv)
+	// The server listens on the port istiod translates its number to
+	// (gateway_ports.go); its virtual hosts and route matches keep the number.
+	num, kind := gatewayListenPort(sc, srv.GetPort().GetNumber()), kindOf(srv)
 	pi := slices.IndexFunc(m.ports, func(p gwPort) bool { return p.number == num })
 	if pi < 0 {
 		m.ports = append(m.ports, gwPort{number: num, kind: kind})
@@ -203,7 +205,7 @@ func (m *mergedGateway) addServer(sc *Scope, c *index.Config, ref string, i int,
 	if p.kind != kind {
 		return // istiod rejects a server whose protocol conflicts with the port's
 	}
-	s := encode.GatewayServer{Gateway: c, Index: i, RouteName: encode.GatewayRouteName(sc.Snapshot.Names(), c, srv)}
+	s := encode.GatewayServer{Gateway: c, Index: i, RouteName: encode.GatewayRouteName(sc.Snapshot.Names(), c, srv, num)}
 	if s.RouteName == "" {
 		s.VirtualServices = m.boundVS[ref]
 	}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -212,16 +213,26 @@ func boolInt(b bool) int {
 // bookinfo).
 func TestExamplesIngressGateway(t *testing.T) {
 	snap := lrExamples(t)
-	sc := routerScope(snap, "istio-system", map[string]string{"istio": "ingressgateway", "app": "istio-ingressgateway"})
+	labels := map[string]string{"istio": "ingressgateway", "app": "istio-ingressgateway"}
+	sc := routerScope(snap, "istio-system", labels)
+	// The router's pod backs istio-ingressgateway, whose ports 80 and 443
+	// go to 8080 and 8443: istiod's port translation binds the servers there.
+	sc.GatewayTargets = ComputeGatewayTargets(snap, &Node{Type: encode.ProxyRouter, Namespace: "istio-system",
+		IPs: []netip.Addr{netip.MustParseAddr("10.244.1.5")}, Labels: labels})
 	listeners, routes := buildRouter(t, sc, "examples.ingressgateway")
 	var https *listener.Listener
+	var names []string
 	for _, l := range listeners {
-		if l.Name == "0.0.0.0_443" {
+		names = append(names, l.Name)
+		if l.Name == "0.0.0.0_8443" {
 			https = l
 		}
 	}
 	if https == nil || len(https.FilterChains) != 2 {
-		t.Fatalf("no 0.0.0.0_443 with two chains: %v", listeners)
+		t.Fatalf("no 0.0.0.0_8443 with two chains: %v", names)
+	}
+	if slices.ContainsFunc(names, func(n string) bool { return n == "0.0.0.0_80" || n == "0.0.0.0_443" }) {
+		t.Errorf("listeners %v: a server on its untranslated port", names)
 	}
 	ctx := downstreamTLS(t, https.FilterChains[0])
 	sds := ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs()

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/envoypatch"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -298,6 +299,9 @@ func (b *rdsBuilder) appendTransientRoute(name string, opts encode.RouteConfigOp
 func (b *rdsBuilder) appendRouteConfigTo(cache *encode.Cache, name string, opts encode.RouteConfigOptions, dst []Resource) ([]Resource, error) {
 	k := &encode.RouteConfigKey{Name: name, Options: opts, VirtualHosts: b.parts}
 	k.Patches, k.Context = b.routePatches(name)
+	if k.Context == envoypatch.Gateway {
+		k.ServerPorts = gatewayOf(b.sc, b.mesh).serverPorts(name) // gateway_ports.go
+	}
 	e, err := encode.RouteConfigurationEntry(cache, k)
 	if err != nil {
 		return dst, fmt.Errorf("route %s: %w", name, err)

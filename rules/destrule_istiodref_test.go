@@ -49,6 +49,7 @@ func compareIstiodRef(t *testing.T, name string, hostPart string, known map[stri
 			class := ClassOf(snap, mesh.RootNamespace, n)
 			sc := NewScope(snap, &class)
 			sc.Instances = ComputeInstances(snap, n)
+			sc.GatewayTargets = ComputeGatewayTargets(snap, n)
 			rs, err := buildClusters(sc, mesh, verifyingCache(), nil, true, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -228,6 +229,7 @@ func TestDestinationRuleTunnelMatchesIstiod(t *testing.T) {
 	class := ClassOf(snap, mesh.RootNamespace, n)
 	sc := NewScope(snap, &class)
 	sc.Instances = ComputeInstances(snap, n)
+	sc.GatewayTargets = ComputeGatewayTargets(snap, n)
 	names := slices.Sorted(mapsKeys(want))
 	if len(names) != 2 {
 		t.Fatalf("istiod's listeners %q", names)

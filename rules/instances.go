@@ -10,14 +10,40 @@ import (
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
-// ComputeInstances finds the service ports a proxy backs, as istiod does:
-// the Pod or WorkloadEntry with the proxy's IP and the services in its
-// namespace whose selector matches it, plus ServiceEntries of the proxy's
-// namespace that list the IP as an inline endpoint.
+// ComputeInstances finds the service ports a sidecar backs (its inbound
+// side; nil for a router, which has none: see ComputeGatewayTargets).
 func ComputeInstances(snap *index.Snapshot, n *Node) []Instance {
-	if n.Type == encode.ProxyRouter { // gateways have no inbound side
+	if n.Type == encode.ProxyRouter {
 		return nil
 	}
+	return serviceTargets(snap, n)
+}
+
+// ComputeGatewayTargets finds the service ports a router backs (nil for
+// another proxy): istiod binds a Gateway server on the target port of the
+// router's service port of the server's number (gateway_ports.go).
+func ComputeGatewayTargets(snap *index.Snapshot, n *Node) []Instance {
+	if n.Type != encode.ProxyRouter {
+		return nil
+	}
+	return serviceTargets(snap, n)
+}
+
+// ClassInstancesKey is the part of a proxy's class key its service targets
+// make: proxies backing different service ports are different classes.
+func ClassInstancesKey(snap *index.Snapshot, n *Node) string {
+	if n.Type == encode.ProxyRouter {
+		return InstancesKey(snap, ComputeGatewayTargets(snap, n))
+	}
+	return InstancesKey(snap, ComputeInstances(snap, n))
+}
+
+// serviceTargets finds the service ports a proxy backs, as istiod's
+// ServiceTargets: the Pod or WorkloadEntry with the proxy's IP and the
+// services in its namespace whose selector matches it, plus
+// ServiceEntries of the proxy's namespace that list the IP as an inline
+// endpoint. Sorted by port number, then hostname.
+func serviceTargets(snap *index.Snapshot, n *Node) []Instance {
 	var out []Instance
 	ns, ok := snap.Symbols.Lookup(n.Namespace)
 	if !ok {

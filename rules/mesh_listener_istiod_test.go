@@ -61,6 +61,7 @@ func buildMeshCase(t *testing.T, snap *index.Snapshot, mesh *encode.Mesh, p isti
 	class := ClassOfIn(&views, snap, mesh.RootNamespace, node)
 	sc := NewScopeIn(views.Of(snap), snap, &class)
 	sc.Instances = ComputeInstances(snap, node)
+	sc.GatewayTargets = ComputeGatewayTargets(snap, node)
 	m := NewMeshes(mesh).For(sc)
 	cache := verifyingCache()
 	out := meshCaseXDS{}

@@ -27,6 +27,9 @@ type Scope struct {
 	// side), found by the proxy's IP or workload; empty for routers and for
 	// proxies no service selects. Sorted by port number.
 	Instances []Instance
+	// GatewayTargets are, for a router, the service ports it backs (its
+	// Gateway servers listen on their target ports); empty otherwise.
+	GatewayTargets []Instance
 	// Egress is the class's Sidecar egress; nil when no Sidecar applies.
 	Egress *egress
 

@@ -56,6 +56,7 @@ func TestVirtualServicesMatchIstiod(t *testing.T) {
 					class := e.classOf(snap, node)
 					sc := NewScope(snap, &class)
 					sc.Instances = ComputeInstances(snap, node)
+					sc.GatewayTargets = ComputeGatewayTargets(snap, node)
 					mesh := e.meshFor(sc)
 					cache := verifyCache()
 					compared := 0
