@@ -2,9 +2,12 @@ package debug
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
+	"slices"
 
+	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/serve"
 )
@@ -45,9 +48,27 @@ func Register(s *serve.HTTPServer, v Views) {
 				out = append(out, err.Error())
 			}
 		}
-		return out
+		return append(out, patchFailures(e.Cache())...)
 	}))
 	s.Handle("/debug/cachez", jsonHandler(func(*http.Request) any { return cachez(e.Cache()) }))
+}
+
+// patchFailures are the EnvoyFilter patches that failed to apply at the
+// cache's recent generations (it keeps the last 64; the count is
+// pilotfish_envoy_filter_failures_total), each once, oldest first: a patch
+// istiod would skip with an error is skipped and said here, not silently.
+// A failure stays listed until newer ones push it out, after the filter
+// is fixed too: "recent" says so.
+func patchFailures(c *encode.Cache) []string {
+	_, fails := c.PatchFailures()
+	var out []string
+	for _, f := range fails {
+		msg := fmt.Sprintf("EnvoyFilter %s: spec.configPatches[%d]: not applied at a recent generation: %s", f.Source, f.Index, f.Err)
+		if !slices.Contains(out, msg) {
+			out = append(out, msg)
+		}
+	}
+	return out
 }
 
 // ControlPlaneID is the identifier to send as control_plane.identifier in

@@ -82,8 +82,14 @@ type server struct {
 
 func start(t *testing.T) *server {
 	t.Helper()
+	return startWith(t, "")
+}
+
+// startWith is start with more manifests (extra) next to svcYAML.
+func startWith(t *testing.T, extra string) *server {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(svcYAML), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(svcYAML+"\n---\n"+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	w := ingest.NewIndexWriter()
