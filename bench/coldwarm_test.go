@@ -15,27 +15,44 @@ import (
 // of the class once the first filled them. mesh nil is the default mesh.
 // Both report resources/proxy and bytes/proxy.
 
+// configFetch fetches a proxy's config (fullConfig, or a part of it) and
+// returns its resources and bytes.
+type configFetch func(tb testing.TB, c *engine.Conn, eds, rds []string) (n, bytes int)
+
 // benchCold measures a first proxy's full config (eds names the EDS
-// subscriptions: nil leaves EDS out).
-func benchCold(b *testing.B, w *index.Writer, mesh *encode.Mesh, eds, rds []string) {
-	b.ReportAllocs()
-	var n, size int
-	for b.Loop() {
-		c := connectProxy(b, newBenchEngine(w, mesh), "10.0.0.1", "pod-0")
-		n, size = fullConfig(b, c, eds, rds)
-	}
-	reportConfig(b, n, size)
+// subscriptions: nil leaves EDS out); it returns the last iteration's
+// connection, for checks after the loop.
+func benchCold(b *testing.B, w *index.Writer, mesh *encode.Mesh, eds, rds []string) *engine.Conn {
+	return benchColdOf(b, w, mesh, fullConfig, eds, rds)
 }
 
 // benchWarm measures a second proxy's full config after a first one's.
 func benchWarm(b *testing.B, w *index.Writer, mesh *encode.Mesh, eds, rds []string) {
+	benchWarmOf(b, w, mesh, fullConfig, eds, rds)
+}
+
+// benchColdOf is benchCold fetching with fetch.
+func benchColdOf(b *testing.B, w *index.Writer, mesh *encode.Mesh, fetch configFetch, eds, rds []string) *engine.Conn {
+	b.ReportAllocs()
+	var n, size int
+	var c *engine.Conn
+	for b.Loop() {
+		c = connectProxy(b, newBenchEngine(w, mesh), "10.0.0.1", "pod-0")
+		n, size = fetch(b, c, eds, rds)
+	}
+	reportConfig(b, n, size)
+	return c
+}
+
+// benchWarmOf is benchWarm fetching with fetch.
+func benchWarmOf(b *testing.B, w *index.Writer, mesh *encode.Mesh, fetch configFetch, eds, rds []string) {
 	e := newBenchEngine(w, mesh)
-	fullConfig(b, connectProxy(b, e, "10.0.0.1", "pod-0"), eds, rds)
+	fetch(b, connectProxy(b, e, "10.0.0.1", "pod-0"), eds, rds)
 	second := connectProxy(b, e, "10.0.0.2", "pod-1")
 	b.ReportAllocs()
 	var n, size int
 	for b.Loop() {
-		n, size = fullConfig(b, second, eds, rds)
+		n, size = fetch(b, second, eds, rds)
 	}
 	reportConfig(b, n, size)
 }

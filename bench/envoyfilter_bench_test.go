@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
-	"github.com/pilotfish-mesh/pilotfish/encode"
-	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/index"
 )
 
@@ -196,17 +193,11 @@ func BenchmarkProxyConfigEnvoyFilter(b *testing.B) {
 // fetches each one's full config; it returns the cache's hits, misses and
 // entries over all kinds.
 func cacheAtProxies(tb testing.TB, w *index.Writer, eds, rds []string, n int) (hits, misses uint64, entries int) {
-	cache := encode.NewCache()
-	cache.SetVerify(false)
-	e := engine.New(w, engine.Options{Cache: cache})
+	e := newBenchEngine(w, nil)
 	for i := range n {
-		c, err := e.Connect(context.Background(), node(fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), fmt.Sprintf("pod-%d", i)), "")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		fullConfig(tb, c, eds, rds)
+		fullConfig(tb, connectProxy(tb, e, fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), fmt.Sprintf("pod-%d", i)), eds, rds)
 	}
-	for _, s := range cache.Stats() {
+	for _, s := range e.Cache().Stats() {
 		hits += s.Hits
 		misses += s.Misses
 		entries += s.Entries

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"testing"
 
@@ -49,19 +48,7 @@ func BenchmarkProxyConfigTelemetryTracing(b *testing.B) {
 			if err := Load(w, []byte(meshTracingTelemetry)); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			var n, size int
-			var c *engine.Conn
-			for b.Loop() {
-				cache := encode.NewCache()
-				cache.SetVerify(false)
-				e := engine.New(w, engine.Options{Cache: cache, Mesh: mesh})
-				c, err = e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, size = fullConfig(b, c, eds, rds)
-			}
+			c := benchCold(b, w, mesh, eds, rds)
 			b.StopTimer()
 			rs, err := c.Generate(encode.ListenerType, nil, true, nil)
 			if err != nil {
@@ -76,33 +63,13 @@ func BenchmarkProxyConfigTelemetryTracing(b *testing.B) {
 			if traced == 0 {
 				b.Fatal("no listener has the Telemetry's zipkin tracer")
 			}
-			b.ReportMetric(float64(n), "resources/proxy")
-			b.ReportMetric(float64(size), "bytes/proxy")
 		})
 		b.Run(fmt.Sprintf("warm/%s/services=%d", wc.name, wc.services), func(b *testing.B) {
 			w, eds, rds := setup(b, wc)
 			if err := Load(w, []byte(meshTracingTelemetry)); err != nil {
 				b.Fatal(err)
 			}
-			cache := encode.NewCache()
-			cache.SetVerify(false)
-			e := engine.New(w, engine.Options{Cache: cache, Mesh: mesh})
-			first, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			fullConfig(b, first, eds, rds)
-			second, err := e.Connect(context.Background(), node("10.0.0.2", "pod-1"), "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			var n, size int
-			for b.Loop() {
-				n, size = fullConfig(b, second, eds, rds)
-			}
-			b.ReportMetric(float64(n), "resources/proxy")
-			b.ReportMetric(float64(size), "bytes/proxy")
+			benchWarm(b, w, mesh, eds, rds)
 		})
 	}
 }

@@ -68,7 +68,7 @@ func BenchmarkProxyConfigWasm(b *testing.B) {
 			eds, rds := subscriptions(b, c)
 			return w, eds, rds
 		}
-		config := func(b *testing.B, c *engine.Conn, eds, rds []string) (int, int) {
+		config := func(b testing.TB, c *engine.Conn, eds, rds []string) (int, int) {
 			n, size := fullConfig(b, c, eds, rds)
 			ext, err := c.Generate(engine.TypeExtensionConfig, wasmBenchNames, false, nil)
 			if err != nil || len(ext) != len(wasmBenchNames) {
@@ -81,42 +81,11 @@ func BenchmarkProxyConfigWasm(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("cold/%s/services=%d", wc.name, wc.services), func(b *testing.B) {
 			w, eds, rds := setupWasm(b)
-			b.ReportAllocs()
-			var n, size int
-			for b.Loop() {
-				cache := encode.NewCache()
-				cache.SetVerify(false)
-				e := engine.New(w, engine.Options{Cache: cache})
-				c, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, size = config(b, c, eds, rds)
-			}
-			b.ReportMetric(float64(n), "resources/proxy")
-			b.ReportMetric(float64(size), "bytes/proxy")
+			benchColdOf(b, w, nil, config, eds, rds)
 		})
 		b.Run(fmt.Sprintf("warm/%s/services=%d", wc.name, wc.services), func(b *testing.B) {
 			w, eds, rds := setupWasm(b)
-			cache := encode.NewCache()
-			cache.SetVerify(false)
-			e := engine.New(w, engine.Options{Cache: cache})
-			first, err := e.Connect(context.Background(), node("10.0.0.1", "pod-0"), "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			config(b, first, eds, rds)
-			second, err := e.Connect(context.Background(), node("10.0.0.2", "pod-1"), "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			var n, size int
-			for b.Loop() {
-				n, size = config(b, second, eds, rds)
-			}
-			b.ReportMetric(float64(n), "resources/proxy")
-			b.ReportMetric(float64(size), "bytes/proxy")
+			benchWarmOf(b, w, nil, config, eds, rds)
 		})
 	}
 }
