@@ -42,19 +42,11 @@ func appendVirtualHost(n index.Names, k *VirtualHostKey) (string, []byte, error)
 		return name, b, err
 	}
 	host := n.String(k.Service.Key.Host)
-	var allBuf, keptBuf [32]vhDomain
-	var seenBuf [32]uint64
-	all := k.appendDomains(n, allBuf[:0])
-	domains, seen := keptBuf[:0], seenBuf[:0]
+	var buf [32]vhDomain
+	domains := k.keptDomains(n, buf[:0])
 	domainBytes := 0
-	for i := range all {
-		h := all[i].hash()
-		if containsU64(k.Exclude, h) || containsU64(seen, h) {
-			continue
-		}
-		seen = append(seen, h)
-		domains = append(domains, all[i])
-		domainBytes += len(all[i].host) + 48 // an estimate: the buffer's size only
+	for i := range domains {
+		domainBytes += len(domains[i].host) + 48 // an estimate: the buffer's size only
 	}
 	if len(domains) == 0 {
 		return "", nil, nil // an empty virtual host, as VirtualHost's

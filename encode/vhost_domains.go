@@ -117,19 +117,29 @@ func (k *VirtualHostKey) KnownHostHashes(n index.Names, dst []uint64) []uint64 {
 // without repeats.
 func (k *VirtualHostKey) domainStrings(n index.Names) []string {
 	var buf [32]vhDomain
-	ds := k.appendDomains(n, buf[:0])
+	ds := k.keptDomains(n, buf[:0])
 	out := make([]string, 0, len(ds))
-	var seenBuf [32]uint64
-	seen := seenBuf[:0]
 	for i := range ds {
-		h := ds[i].hash()
+		out = append(out, ds[i].String())
+	}
+	return out
+}
+
+// keptDomains appends k's domains to dst without the excluded ones and
+// without repeats.
+func (k *VirtualHostKey) keptDomains(n index.Names, dst []vhDomain) []vhDomain {
+	var allBuf [32]vhDomain
+	var seenBuf [32]uint64
+	all, seen := k.appendDomains(n, allBuf[:0]), seenBuf[:0]
+	for i := range all {
+		h := all[i].hash()
 		if containsU64(k.Exclude, h) || containsU64(seen, h) {
 			continue
 		}
 		seen = append(seen, h)
-		out = append(out, ds[i].String())
+		dst = append(dst, all[i])
 	}
-	return out
+	return dst
 }
 
 func containsU64(s []uint64, v uint64) bool {
