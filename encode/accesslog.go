@@ -97,6 +97,12 @@ type TelemetryProvider struct {
 	// envoyTcpAls or envoyOtelAls provider; nil for other kinds, which
 	// write no access log in istiod either.
 	Log *AccessLog
+	// Service is the registry service of a gRPC or OpenTelemetry logger
+	// ("namespace/host" or "host"); rules looks it up per config version
+	// and leaves the logger out while the registry lacks it, as istiod's
+	// LookupCluster failure does (an Envoy gRPC logger naming a cluster
+	// that does not exist would make the listener invalid).
+	Service string
 	// Trace is the tracer of a zipkin, datadog, skywalking or
 	// opentelemetry provider pilotfish generates; nil for other kinds
 	// (a Telemetry naming it gives no tracing, as in istiod).
@@ -110,6 +116,7 @@ func (p *TelemetryProvider) hashInto(h *Hasher) {
 	if p.Log != nil {
 		p.Log.hashInto(h)
 	}
+	h.Str(p.Service)
 	h.Bool(p.Trace != nil)
 	if p.Trace != nil {
 		p.Trace.hashInto(h)

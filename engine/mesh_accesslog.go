@@ -10,6 +10,7 @@ import (
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 
 	"github.com/pilotfish-mesh/pilotfish/encode"
+	"github.com/pilotfish-mesh/pilotfish/rules"
 )
 
 // applyAccessLogMesh copies into m what Telemetry resources and the
@@ -30,47 +31,12 @@ func applyAccessLogMesh(m *encode.Mesh, cfg *meshv1alpha1.MeshConfig) {
 	m.DefaultMetrics = slices.Clone(cfg.GetDefaultProviders().GetMetrics())
 	m.DefaultLogging = slices.Clone(cfg.GetDefaultProviders().GetAccessLogging())
 	m.NoListenerLogs = cfg.GetDisableEnvoyListenerLog()
-	side := encode.TelemetrySide{Stats: m.Stats, Logs: DefaultLogs(m)}
+	side := encode.TelemetrySide{Stats: m.Stats, Logs: rules.DefaultLogs(m, nil)}
 	if !side.Stats && len(side.Logs) == 0 {
 		m.Telemetry = nil
 		return
 	}
 	m.Telemetry = &encode.Telemetry{Client: side, Server: side, NoListenerLogs: m.NoListenerLogs}
-}
-
-// DefaultLogs are the access logs of a proxy no Telemetry's accessLogging
-// applies to, as istiod's AccessLogging and its fallback decide: the
-// loggers of defaultProviders.accessLogging, by provider name; when they
-// give none, the accessLogFile logger.
-func DefaultLogs(m *encode.Mesh) []encode.AccessLog {
-	type named struct {
-		name string
-		log  encode.AccessLog
-	}
-	var logs []named
-	for _, n := range m.DefaultLogging {
-		i := slices.IndexFunc(m.TelemetryProviders, func(p encode.TelemetryProvider) bool { return strings.EqualFold(p.Name, n) })
-		if i < 0 || m.TelemetryProviders[i].Log == nil {
-			continue
-		}
-		p := &m.TelemetryProviders[i]
-		if slices.ContainsFunc(logs, func(x named) bool { return x.name == p.Name }) {
-			continue
-		}
-		logs = append(logs, named{p.Name, *p.Log})
-	}
-	slices.SortStableFunc(logs, func(a, b named) int { return strings.Compare(a.name, b.name) })
-	if len(logs) == 0 {
-		if m.MeshAccessLog != nil {
-			return []encode.AccessLog{*m.MeshAccessLog}
-		}
-		return nil
-	}
-	out := make([]encode.AccessLog, len(logs))
-	for i := range logs {
-		out[i] = logs[i].log
-	}
-	return out
 }
 
 // meshFileLog is istiod's FileAccessLogFromMeshConfig: a file logger at
@@ -137,11 +103,11 @@ func telemetryProvider(ep *meshv1alpha1.MeshConfig_ExtensionProvider, cfg *meshv
 		l.RequestHeaders = a.GetAdditionalRequestHeadersToLog()
 		l.ResponseHeaders = a.GetAdditionalResponseHeadersToLog()
 		l.ResponseTrailers = a.GetAdditionalResponseTrailersToLog()
-		p.Log = &l
+		p.Log, p.Service = &l, a.GetService()
 	case *meshv1alpha1.MeshConfig_ExtensionProvider_EnvoyTcpAls:
 		a := k.EnvoyTcpAls
 		l := grpcProviderLog(encode.AccessLogTCPGRPC, a.GetService(), a.GetPort(), a.GetLogName(), "tcp_envoy_accesslog", a.GetFilterStateObjectsToLog())
-		p.Log = &l
+		p.Log, p.Service = &l, a.GetService()
 	case *meshv1alpha1.MeshConfig_ExtensionProvider_EnvoyOtelAls:
 		a := k.EnvoyOtelAls
 		l := grpcProviderLog(encode.AccessLogOTel, a.GetService(), a.GetPort(), a.GetLogName(), "otel_envoy_accesslog", nil)
@@ -154,7 +120,7 @@ func telemetryProvider(ep *meshv1alpha1.MeshConfig_ExtensionProvider, cfg *meshv
 		if labels := a.GetLogFormat().GetLabels(); labels != nil {
 			l.JSON = structJSON(labels)
 		}
-		p.Log = &l
+		p.Log, p.Service = &l, a.GetService()
 	}
 	// A tracing kind pilotfish generates; one whose settings it cannot
 	// generate is refused when it is the default provider
@@ -189,8 +155,9 @@ func fileProviderLog(name string, f *meshv1alpha1.MeshConfig_ExtensionProvider_E
 
 // grpcProviderLog is an envoyHttpAls or envoyTcpAls provider's logger.
 // Its service is "namespace/host" or "host", as istiod's LookupCluster
-// reads it; the cluster is the host's outbound cluster on port. Unlike
-// istiod, pilotfish does not check here that the service exists.
+// reads it; the cluster is the host's outbound cluster on port. The
+// provider keeps the service: rules looks it up per config version and
+// leaves the logger out while the registry lacks it (rules/telemetry_logs.go).
 func grpcProviderLog(kind encode.AccessLogKind, service string, port uint32, logName, defName string, state []string) encode.AccessLog {
 	host := service
 	if _, h, ok := strings.Cut(service, "/"); ok {

@@ -23,13 +23,13 @@ import (
 func telemetryOf(sc *Scope, mesh *encode.Mesh) *encode.Telemetry {
 	snap := sc.Snapshot
 	if snap.NumConfigs(index.ConfigTelemetry) == 0 {
-		return mesh.DefaultTelemetry()
+		return defaultTelemetry(snap, mesh) // telemetry_logs.go
 	}
 	specs := applicableTelemetries(sc, mesh.RootNamespace)
 	if len(specs) == 0 {
-		return mesh.DefaultTelemetry()
+		return defaultTelemetry(snap, mesh)
 	}
-	return mergeTelemetry(specs, mesh)
+	return mergeTelemetry(specs, mesh, serviceResolver(snap))
 }
 
 // applicableTelemetries are the specs of the Telemetries that apply to

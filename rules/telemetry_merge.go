@@ -13,8 +13,8 @@ import (
 // mergeTelemetry is istiod's merge of the applicable Telemetries' metrics
 // (mergeMetrics, telemetryFilters) and access logging (mergeLogs,
 // AccessLogging) for both sides of a proxy, with the mesh's extension and
-// default providers.
-func mergeTelemetry(specs []*telemetry.Telemetry, mesh *encode.Mesh) *encode.Telemetry {
+// default providers; resolves is providerLogs'.
+func mergeTelemetry(specs []*telemetry.Telemetry, mesh *encode.Mesh, resolves func(string) bool) *encode.Telemetry {
 	var metrics []*telemetry.Metrics
 	var logs [][]*telemetry.AccessLogging
 	for _, s := range specs {
@@ -31,7 +31,7 @@ func mergeTelemetry(specs []*telemetry.Telemetry, mesh *encode.Mesh) *encode.Tel
 			side = &t.Server
 		}
 		statsSide(side, mm, mode, mesh)
-		side.Logs = sideLogs(logs, mesh, mode)
+		side.Logs = sideLogs(logs, mesh, mode, resolves)
 	}
 	if !t.Client.Stats && !t.Server.Stats && len(t.Client.Logs) == 0 && len(t.Server.Logs) == 0 {
 		return nil
@@ -260,10 +260,10 @@ type logSpec struct {
 
 // sideLogs are one mode's access logs: istiod's mergeLogs over the levels'
 // accessLogging lists, the providers' loggers sorted by provider name
-// without the disabled ones; with no Telemetry logging and no default
+// without the disabled ones and those whose service does not resolve; with no Telemetry logging and no default
 // providers, or when no provider gives a logger, the mesh's accessLogFile
 // (istiod's fallback).
-func sideLogs(levels [][]*telemetry.AccessLogging, mesh *encode.Mesh, mode telemetry.WorkloadMode) []encode.AccessLog {
+func sideLogs(levels [][]*telemetry.AccessLogging, mesh *encode.Mesh, mode telemetry.WorkloadMode, resolves func(string) bool) []encode.AccessLog {
 	fallback := func() []encode.AccessLog {
 		if mesh.MeshAccessLog != nil {
 			return []encode.AccessLog{*mesh.MeshAccessLog}
@@ -282,7 +282,7 @@ func sideLogs(levels [][]*telemetry.AccessLogging, mesh *encode.Mesh, mode telem
 	var cfgs []cfg
 	for name, spec := range merged {
 		p := providerByName(mesh, name)
-		if p == nil || p.Log == nil {
+		if !providerLogs(p, resolves) { // telemetry_logs.go
 			continue
 		}
 		cfgs = append(cfgs, cfg{p.Name, spec, p.Log})
