@@ -100,8 +100,7 @@ type TelemetryProvider struct {
 	// Service is the registry service of a gRPC or OpenTelemetry logger
 	// ("namespace/host" or "host"); rules looks it up per config version
 	// and leaves the logger out while the registry lacks it, as istiod's
-	// LookupCluster failure does (an Envoy gRPC logger naming a cluster
-	// that does not exist would make the listener invalid).
+	// LookupCluster failure does (no logger names a cluster no proxy has).
 	Service string
 	// Trace is the tracer of a zipkin, datadog, skywalking or
 	// opentelemetry provider pilotfish generates; nil for other kinds
