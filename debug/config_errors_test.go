@@ -7,6 +7,7 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
+	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/engine"
 )
 
@@ -53,5 +54,24 @@ func TestConfigErrorsListPatchFailures(t *testing.T) {
 	const want = "EnvoyFilter shop/bad-merge: spec.configPatches[0]: not applied at a recent generation: "
 	if len(errs) != 1 || !strings.HasPrefix(errs[0], want) || len(errs[0]) == len(want) {
 		t.Errorf("config_errors = %q, want one entry %q with the error", errs, want+"…")
+	}
+}
+
+// TestConfigErrorsListProviderLookups: an extension provider whose service
+// the registry lacks is listed by /debug/config_errors (istiod logs its
+// LookupCluster failure); one whose service exists is not.
+func TestConfigErrorsListProviderLookups(t *testing.T) {
+	als := encode.AccessLog{Kind: encode.AccessLogHTTPGRPC}
+	mesh := encode.DefaultMesh()
+	mesh.TelemetryProviders = []encode.TelemetryProvider{
+		{Name: "als", Log: &als, Service: "shop/reviews.shop.svc.cluster.local"},
+		{Name: "als-typo", Log: &als, Service: "shop/reveiws.shop.svc.cluster.local"},
+	}
+	s := startMesh(t, "", mesh)
+	var errs []string
+	getJSON(t, s.http+"/debug/config_errors", &errs)
+	const want = "warning: MeshConfig: mesh.extensionProviders[als-typo]: could not find service shop/reveiws.shop.svc.cluster.local in the service registry: its access logger is left out"
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], want) {
+		t.Errorf("config_errors = %q, want one entry %q…", errs, want)
 	}
 }

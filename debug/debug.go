@@ -48,6 +48,7 @@ func Register(s *serve.HTTPServer, v Views) {
 				out = append(out, err.Error())
 			}
 		}
+		out = append(out, e.ProviderProblems()...)
 		return append(out, patchFailures(e.Cache())...)
 	}))
 	s.Handle("/debug/cachez", jsonHandler(func(*http.Request) any { return cachez(e.Cache()) }))

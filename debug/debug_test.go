@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/pilotfish-mesh/pilotfish/debug"
+	"github.com/pilotfish-mesh/pilotfish/encode"
 	"github.com/pilotfish-mesh/pilotfish/engine"
 	"github.com/pilotfish-mesh/pilotfish/ingest"
 	"github.com/pilotfish-mesh/pilotfish/serve"
@@ -88,6 +89,12 @@ func start(t *testing.T) *server {
 // startWith is start with more manifests (extra) next to svcYAML.
 func startWith(t *testing.T, extra string) *server {
 	t.Helper()
+	return startMesh(t, extra, nil)
+}
+
+// startMesh is startWith with the engine on mesh (nil: the default).
+func startMesh(t *testing.T, extra string, mesh *encode.Mesh) *server {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(svcYAML+"\n---\n"+extra), 0o644); err != nil {
 		t.Fatal(err)
@@ -99,7 +106,7 @@ func startWith(t *testing.T, extra string) *server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	eng := engine.New(w, engine.Options{DebounceAfter: time.Millisecond, DebounceMax: 10 * time.Millisecond})
+	eng := engine.New(w, engine.Options{DebounceAfter: time.Millisecond, DebounceMax: 10 * time.Millisecond, Mesh: mesh})
 	go eng.Run(ctx)
 
 	id := debug.ControlPlaneID("test")

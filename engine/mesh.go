@@ -21,6 +21,13 @@ func (e *Engine) meshNow() *meshState { return e.meshState.Load() }
 // Mesh returns the mesh the engine builds from now.
 func (e *Engine) Mesh() *encode.Mesh { return e.meshNow().mesh }
 
+// ProviderProblems are the mesh's extension providers whose service the
+// current snapshot does not hold (rules.ProviderLookupFailures), for
+// /debug/config_errors.
+func (e *Engine) ProviderProblems() []string {
+	return rules.ProviderLookupFailures(e.Snapshot(), e.Mesh())
+}
+
 // SetMesh makes m (which must not be changed after) the mesh of the next
 // push, and reports whether it differs from the current one. A mesh whose
 // fields are all equal (Digest) changes nothing and pushes nothing.
