@@ -61,13 +61,14 @@ func serviceResolver(snap *index.Snapshot) func(string) bool {
 // service snap lacks; the mesh's own value when every one resolves.
 func defaultTelemetry(snap *index.Snapshot, mesh *encode.Mesh) *encode.Telemetry {
 	t := mesh.DefaultTelemetry()
+	resolves := serviceResolver(snap)
 	if t == nil || !slices.ContainsFunc(mesh.DefaultLogging, func(n string) bool {
 		p := providerByName(mesh, n)
-		return p != nil && p.Log != nil && p.Service != "" && !serviceResolver(snap)(p.Service)
+		return p != nil && p.Log != nil && !providerLogs(p, resolves)
 	}) {
 		return t
 	}
-	logs := DefaultLogs(mesh, serviceResolver(snap))
+	logs := DefaultLogs(mesh, resolves)
 	if !t.Client.Stats && !t.Server.Stats && len(logs) == 0 {
 		return nil
 	}
